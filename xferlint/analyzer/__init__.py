@@ -1,0 +1,1 @@
+"""The analyzer: a device-lattice dataflow analysis over the frontend-neutral view."""

@@ -1,0 +1,93 @@
+"""DeviceFacts: everything rules may ask about a method, computed once.
+
+- `device(value)`: the solved lattice value;
+- `writers(value)` / `readers(value)`: the nodes that write and read a value;
+- `is_live(value)`: whether anything that matters (a method output, a delegate call, an
+  in-place write, an unmodelled op) ever reads it, transitively;
+- `nbytes(value)`: bytes moved when the value is copied, None when the shape is symbolic.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Optional
+
+from xferlint.analyzer.lattice import UNREACHED, LatticeValue
+from xferlint.analyzer.solver import solve
+from xferlint.analyzer.view import MethodView, Node, OpKind, Value
+
+# Nodes that count as reads in their own right: their effect is not only their results.
+_EFFECTFUL = frozenset({OpKind.DELEGATE, OpKind.UNKNOWN})
+
+
+@dataclass
+class DeviceFacts:
+    method: MethodView
+    devices: dict[str, LatticeValue]
+    _writers: dict[str, list[Node]] = field(default_factory=dict, repr=False)
+    _readers: dict[str, list[Node]] = field(default_factory=dict, repr=False)
+    _live: set[str] = field(default_factory=set, repr=False)
+    _outputs: frozenset[str] = frozenset()
+
+    @classmethod
+    def compute(cls, method: MethodView) -> "DeviceFacts":
+        facts = cls(method=method, devices=solve(method))
+        for node in method.nodes:
+            for vid in node.outputs:
+                facts._writers.setdefault(vid, []).append(node)
+            for vid in node.inputs:
+                facts._readers.setdefault(vid, []).append(node)
+        facts._outputs = frozenset(v for v in method.outputs if v is not None)
+        facts._live = facts._liveness()
+        return facts
+
+    def device(self, vid: Optional[str]) -> LatticeValue:
+        return self.devices.get(vid, UNREACHED) if vid is not None else UNREACHED
+
+    def value(self, vid: str) -> Optional[Value]:
+        return self.method.values.get(vid)
+
+    def writers(self, vid: Optional[str]) -> list[Node]:
+        return self._writers.get(vid, []) if vid is not None else []
+
+    def writer(self, vid: Optional[str]) -> Optional[Node]:
+        """The unique node that writes `vid`, or None when there are none or several."""
+        writers = self.writers(vid)
+        return writers[0] if len(writers) == 1 else None
+
+    def readers(self, vid: Optional[str]) -> list[Node]:
+        return self._readers.get(vid, []) if vid is not None else []
+
+    def is_output(self, vid: Optional[str]) -> bool:
+        return vid in self._outputs
+
+    def is_live(self, vid: Optional[str]) -> bool:
+        return vid in self._live
+
+    def nbytes(self, vid: Optional[str]) -> Optional[int]:
+        value = self.method.values.get(vid) if vid is not None else None
+        return value.tensor.nbytes if value is not None and value.tensor is not None else None
+
+    def _liveness(self) -> set[str]:
+        """Backward reachability from the roots: outputs and effectful nodes' operands."""
+        live: set[str] = set()
+        work: deque[str] = deque()
+
+        def mark(vid: str) -> None:
+            if vid not in live:
+                live.add(vid)
+                work.append(vid)
+
+        for vid in self._outputs:
+            mark(vid)
+        for node in self.method.nodes:
+            if node.kind in _EFFECTFUL or node.mutates:
+                for vid in node.inputs:
+                    mark(vid)
+        while work:
+            vid = work.popleft()
+            for writer in self._writers.get(vid, ()):
+                for operand in writer.inputs:
+                    mark(operand)
+        return live

@@ -1,0 +1,78 @@
+"""Transfer functions: the device of a node's results, given the devices of its operands.
+
+One function per OpKind; `transfer(node, device_of, values)` dispatches. Every function is
+monotone in its operands, which is what lets the solver iterate to a fixed point.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Mapping
+
+from xferlint.analyzer.lattice import (
+    CONFLICT,
+    CPU,
+    UNREACHED,
+    LatticeValue,
+    join,
+    join_all,
+)
+from xferlint.analyzer.view import Node, OpKind, Value
+
+DeviceOf = Callable[[str], LatticeValue]
+
+
+def _declared(node: Node, values: Mapping[str, Value]) -> LatticeValue:
+    value = values.get(node.output) if node.output else None
+    if value is not None and value.declared_device is not None:
+        return value.declared_device
+    return CPU
+
+
+def _source(node: Node, device_of: DeviceOf, values: Mapping[str, Value]) -> LatticeValue:
+    return join_all(device_of(v) for v in node.inputs)
+
+
+def _compute(node: Node, device_of: DeviceOf, values: Mapping[str, Value]) -> LatticeValue:
+    """Join of the tensor operands; 0-dim host scalars ride along and do not count."""
+    result: LatticeValue = UNREACHED
+    counted = 0
+    for vid in node.inputs:
+        value = values.get(vid)
+        if value is None or value.tensor is None:
+            continue
+        device = device_of(vid)
+        if value.tensor.is_scalar and device == CPU:
+            continue
+        counted += 1
+        result = join(result, device)
+    if counted == 0:
+        # No tensor operands (a factory such as full/arange, or only host scalars): the op
+        # runs where its result is declared, else on the host.
+        return _declared(node, values)
+    return result
+
+
+def _fixed(node: Node, device_of: DeviceOf, values: Mapping[str, Value]) -> LatticeValue:
+    return node.device if node.device is not None else CPU
+
+
+_TRANSFER: dict[OpKind, Callable[[Node, DeviceOf, Mapping[str, Value]], LatticeValue]] = {
+    OpKind.INPUT: lambda n, d, v: _declared(n, v),
+    OpKind.CONSTANT: lambda n, d, v: _declared(n, v),
+    OpKind.ALLOC: lambda n, d, v: _declared(n, v),
+    OpKind.H2D: _fixed,
+    OpKind.TO_DEVICE: _fixed,
+    OpKind.DELEGATE: _fixed,
+    OpKind.D2H: lambda n, d, v: CPU,
+    OpKind.GETITEM: _source,
+    OpKind.ALIAS: _source,
+    OpKind.MOVE: _source,
+    OpKind.COMPUTE: _compute,
+    OpKind.CONTROL: lambda n, d, v: UNREACHED,  # its results are written by MOVE nodes
+    OpKind.UNKNOWN: lambda n, d, v: CONFLICT,  # conservative: no single device is claimed
+}
+
+
+def transfer(node: Node, device_of: DeviceOf, values: Mapping[str, Value]) -> LatticeValue:
+    """The lattice value every output of `node` gets."""
+    return _TRANSFER[node.kind](node, device_of, values)

@@ -1,0 +1,126 @@
+"""ProgramView: the frontend-neutral IR every later stage reads.
+
+A frontend (FX graphs, `.pte` flatbuffers) turns a native program into a ProgramView and
+keeps the native object to itself. The view is a list of *nodes* per method, in program
+order; each node reads and writes *values* by id. Tuple results are split into element
+values (`name[0]`, `name[1]`, ...) so `getitem` is a plain alias. Control flow is flattened
+the way ExecuTorch's emitter does it: branch and loop bodies are inlined, their inputs bound
+and their results moved into the parent's values by MOVE nodes, so a value written on two
+branches (or around a loop) simply has two writers, which the solver joins.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Mapping, Optional
+
+from xferlint.analyzer.lattice import Device
+
+
+class OpKind(str, enum.Enum):
+    """What a node does, as far as devices are concerned."""
+
+    INPUT = "input"  # a method input (user input)
+    CONSTANT = "constant"  # a parameter, buffer or lifted constant
+    H2D = "h2d"  # et_copy._h2d_copy (functional or .out)
+    D2H = "d2h"  # et_copy._d2h_copy (functional or .out)
+    TO_DEVICE = "to_device"  # aten._to_copy / to with an explicit device
+    DELEGATE = "delegate"  # executorch_call_delegate
+    GETITEM = "getitem"  # element of a tuple result
+    ALIAS = "alias"  # views and aliases: same storage, same device
+    MOVE = "move"  # binds a value into another (control-flow inputs and results)
+    ALLOC = "alloc"  # memory.alloc: a planned buffer
+    COMPUTE = "compute"  # any other operator: runs where its operands live
+    CONTROL = "control"  # a control-flow operator (cond / map / scan / while)
+    UNKNOWN = "unknown"  # not modelled: gets the conservative value
+
+
+@dataclass(frozen=True)
+class SourceLocation:
+    """Where a value comes from in the model source (from the FX `stack_trace`)."""
+
+    file: str
+    line: int
+    column: int = 1
+    function: Optional[str] = None
+    code: Optional[str] = None
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}"
+
+
+@dataclass(frozen=True)
+class TensorMeta:
+    """Static facts about a tensor value. `nbytes` is None when the shape is symbolic."""
+
+    shape: Optional[tuple[Optional[int], ...]]
+    dtype: Optional[str]
+    nbytes: Optional[int]
+
+    @property
+    def is_scalar(self) -> bool:
+        return self.shape == ()
+
+
+@dataclass(frozen=True)
+class Value:
+    """A value of the program: a tensor, a tuple element, a scalar."""
+
+    id: str
+    tensor: Optional[TensorMeta] = None  # None for non-tensor values (ints, tuples)
+    declared_device: Optional[Device] = None  # TensorSpec.device / FakeTensor device
+    constant_name: Optional[str] = None  # parameter / buffer / constant name
+
+
+@dataclass(frozen=True)
+class DelegateInfo:
+    """A delegate's backend and compile specs (values decoded where they are text)."""
+
+    backend: str
+    compile_specs: tuple[tuple[str, str], ...] = ()
+    index: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class Node:
+    """One operation of a method, in program order."""
+
+    index: int
+    name: str  # FX node name or `instr 12`; scoped as `cond.true_graph_0/add` when nested
+    kind: OpKind
+    target: str  # operator name, e.g. `et_copy._h2d_copy.out`, `aten.cos.out`
+    inputs: tuple[str, ...] = ()  # operand value ids, in order
+    outputs: tuple[str, ...] = ()  # value ids written
+    device: Optional[Device] = None  # H2D / TO_DEVICE target, delegate target_device
+    location: Optional[SourceLocation] = None
+    delegate: Optional[DelegateInfo] = None
+    scope: str = ""  # "" for the top level, else the control-flow body it sits in
+    mutates: bool = False  # writes one of its inputs in place (never dead)
+
+    @property
+    def output(self) -> Optional[str]:
+        return self.outputs[0] if self.outputs else None
+
+
+@dataclass(frozen=True)
+class MethodView:
+    """One method of a program (`forward`, or every method of a multi-method program)."""
+
+    name: str
+    nodes: tuple[Node, ...]
+    values: Mapping[str, Value]
+    inputs: tuple[str, ...] = ()
+    outputs: tuple[Optional[str], ...] = ()
+
+
+@dataclass(frozen=True)
+class ProgramView:
+    """A whole program: what the input was, what kind of frontend read it, its methods."""
+
+    input: str  # the input as the user named it (`model.py:program`, `m.pte`)
+    name: str  # the program's name (dict key for a dict of programs, else the attribute)
+    kind: str  # "graph" or "pte"
+    methods: tuple[MethodView, ...] = ()
+    file: Optional[str] = None  # the file the program was read from, when there is one
+    notes: tuple[str, ...] = field(default=())  # what the frontend did (materialized copies)

@@ -1,0 +1,139 @@
+"""The Python entry points and the check pipeline the CLI drives.
+
+    input --frontend--> ProgramView --analyzer--> DeviceFacts --rules--> [Finding]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Optional, Sequence
+
+from xferlint.analyzer.facts import DeviceFacts
+from xferlint.analyzer.view import ProgramView
+from xferlint.errors import InputError, UnmodelledOpError, XferlintError
+from xferlint.findings import Finding, InputErrorEntry
+from xferlint.frontends import LoadedProgram
+from xferlint.frontends.entrypoints import EntryPoint, ProgramObject, expand, load_entry_point, resolve
+from xferlint.report import Report, build_report
+from xferlint.rules.base import Rule, RuleContext
+from xferlint.selection import select_rules
+
+_PROGRAM_TYPES = {"ExportedProgram", "EdgeProgramManager", "ExecutorchProgramManager"}
+
+
+def is_program_object(obj: Any) -> bool:
+    """True for the objects a frontend can read (without importing torch to find out)."""
+    if isinstance(obj, ProgramView):
+        return True
+    return any(c.__name__ in _PROGRAM_TYPES for c in type(obj).__mro__)
+
+
+def analyze(view: ProgramView, rules: Sequence[Rule]) -> list[Finding]:
+    """Run the analysis and every rule over every method of a program."""
+    findings: list[Finding] = []
+    for method in view.methods:
+        ctx = RuleContext(program=view, method=method, facts=DeviceFacts.compute(method))
+        for rule in rules:
+            findings.extend(rule.check(ctx))
+    return findings
+
+
+def load_program(program: ProgramObject, strict: bool = False) -> LoadedProgram:
+    """Read a program object into a view with the frontend that owns its kind."""
+    if isinstance(program.obj, ProgramView):
+        return LoadedProgram(view=program.obj, native=None)
+    from xferlint.frontends.executorch import load_graph_program
+
+    return load_graph_program(program.obj, input=program.label, name=program.name, file=program.file, strict=strict)
+
+
+def load_pte(entry: EntryPoint, strict: bool = False) -> LoadedProgram:
+    from xferlint.frontends.pte import load_pte_file  # the torch-free frontend
+
+    return load_pte_file(entry.file, label=entry.label, strict=strict)
+
+
+@dataclass
+class CheckRun:
+    """What a check over many inputs produced: findings, per-input errors, loaded programs."""
+
+    findings: list[Finding] = field(default_factory=list)
+    errors: list[InputErrorEntry] = field(default_factory=list)
+    loaded: list[LoadedProgram] = field(default_factory=list)
+    inputs: int = 0
+
+    def report(self) -> Report:
+        return build_report(self.findings, self.errors, self.inputs, len(self.loaded))
+
+
+def _error(label: str, exc: BaseException) -> InputErrorEntry:
+    if isinstance(exc, UnmodelledOpError):
+        return InputErrorEntry(input=label, message=f"{label}: {exc}", kind="unmodelled")
+    if isinstance(exc, XferlintError):
+        text = str(exc)
+        return InputErrorEntry(input=label, message=text if text.startswith(label) else f"{label}: {text}", kind="input")
+    first = (str(exc).strip().splitlines() or [""])[0]
+    return InputErrorEntry(
+        input=label,
+        message=f"{label}: internal error while analysing ({type(exc).__name__}: {first}); please report it",
+        kind="internal",
+    )
+
+
+def check_paths(paths: Iterable[str], rules: Sequence[Rule], strict: bool = False) -> CheckRun:
+    """Lint every input; one that fails becomes an error entry and the rest go on."""
+    run = CheckRun()
+    for spec in paths:
+        try:
+            entries = expand(spec)
+        except InputError as exc:
+            run.inputs += 1
+            run.errors.append(_error(spec, exc))
+            continue
+        for entry in entries:
+            run.inputs += 1
+            _check_entry(run, entry, rules, strict)
+    return run
+
+
+def _check_entry(run: CheckRun, entry: EntryPoint, rules: Sequence[Rule], strict: bool) -> None:
+    try:
+        if entry.is_pte:
+            loaded_list = [load_pte(entry, strict)]
+        else:
+            loaded_list = [load_program(p, strict) for p in load_entry_point(entry)]
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:  # noqa: BLE001 - becomes an error entry, never a traceback
+        run.errors.append(_error(entry.label, exc))
+        return
+    for loaded in loaded_list:
+        try:
+            findings = analyze(loaded.view, rules)
+        except Exception as exc:  # noqa: BLE001
+            run.errors.append(_error(loaded.view.input, exc))
+            continue
+        run.loaded.append(loaded)
+        run.findings.extend(findings)
+
+
+def lint(
+    obj: Any,
+    *,
+    name: str = "program",
+    select: Optional[Iterable[str]] = None,
+    ignore: Optional[Iterable[str]] = None,
+    strict: bool = False,
+) -> list[Finding]:
+    """Lint a program object in-process and return its findings, sorted.
+
+    `obj` is an ExportedProgram, EdgeProgramManager, ExecutorchProgramManager, a dict of
+    them by name, a zero-argument callable returning one, or a ProgramView. Errors raise
+    (an XferlintError subclass) instead of becoming entries.
+    """
+    rules = select_rules(select=select, ignore=ignore)
+    entry = EntryPoint(label=name, attr=name)
+    findings: list[Finding] = []
+    for program in resolve(obj, entry, name):
+        findings.extend(analyze(load_program(program, strict).view, rules))
+    return build_report(findings, [], 1, 1).findings

@@ -1,0 +1,30 @@
+"""The exception hierarchy. Every error a user can cause is an XferlintError whose message
+is one line that says what is wrong and how to get out; the CLI turns each into a
+per-input error entry (exit code 2) and never shows a traceback for them."""
+
+from __future__ import annotations
+
+
+class XferlintError(Exception):
+    """Base class of every error xferlint raises on purpose."""
+
+
+class UsageError(XferlintError):
+    """Bad command line or configuration (unknown rule selector, unknown config key)."""
+
+
+class ConfigError(UsageError):
+    """`[tool.xferlint]` in pyproject.toml is invalid."""
+
+
+class InputError(XferlintError):
+    """An input could not be loaded: missing file, syntax error, entry point that raised,
+    attribute of the wrong type, a foreign or truncated file."""
+
+
+class UnmodelledOpError(XferlintError):
+    """Strict mode met an operator the analyzer has no transfer function for."""
+
+
+class FixError(XferlintError):
+    """A fix could not be applied or verified."""

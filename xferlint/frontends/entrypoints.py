@@ -1,0 +1,258 @@
+"""Entry points: `file.py`, `file.py:attr`, `pkg.mod:attr` and directories.
+
+A directory is searched recursively for `.py` files whose top level defines `program`
+(decided by parsing each file, never by importing it) and for `.pte` files. Loading an
+entry point runs the user's code; everything it prints goes to stderr so that JSON and
+SARIF on stdout stay clean. Whatever goes wrong becomes an InputError with one line that
+names the input and the problem.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import hashlib
+import importlib
+import importlib.util
+import os
+import sys
+import traceback
+from dataclasses import dataclass
+from typing import Any, Iterator, Optional
+
+from xferlint.errors import InputError
+
+PROGRAM_ATTR = "program"
+PROGRAM_SUFFIXES = (".pte",)
+_SKIP_DIRS = {".git", ".venv", "venv", "__pycache__", "node_modules", ".tox", ".mypy_cache", "site-packages"}
+_EXPECTED = (
+    "an ExportedProgram, EdgeProgramManager or ExecutorchProgramManager, a dict of them by name, "
+    "or a zero-argument callable returning one"
+)
+
+
+@dataclass(frozen=True)
+class EntryPoint:
+    """One input as the user named it, resolved to a file or a module."""
+
+    label: str  # as shown in output: `model.py:program`, `pkg.mod:attr`, `m.pte`
+    file: Optional[str] = None  # a .py or .pte path
+    module: Optional[str] = None  # a dotted module name
+    attr: str = PROGRAM_ATTR
+
+    @property
+    def is_pte(self) -> bool:
+        return self.file is not None and self.file.endswith(".pte")
+
+
+@dataclass(frozen=True)
+class ProgramObject:
+    """A program object found behind an entry point."""
+
+    label: str
+    name: str
+    obj: Any
+    file: Optional[str]
+
+
+# --------------------------------------------------------------------------- discovery
+
+
+def defines_program(path: str) -> bool:
+    """True when the file's top level binds `program` (assignment, def, class, import)."""
+    try:
+        with open(path, "rb") as handle:
+            tree = ast.parse(handle.read(), filename=path)
+    except (SyntaxError, ValueError, OSError):
+        # Not decidable without importing: include it so the user sees the error.
+        return True
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and stmt.name == PROGRAM_ATTR:
+            return True
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            if any(_binds(t) for t in targets):
+                return True
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            if any((a.asname or a.name.split(".")[0]) == PROGRAM_ATTR for a in stmt.names):
+                return True
+    return False
+
+
+def _binds(target: ast.AST) -> bool:
+    if isinstance(target, ast.Name):
+        return target.id == PROGRAM_ATTR
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return any(_binds(t) for t in target.elts)
+    return False
+
+
+def _walk(directory: str) -> Iterator[str]:
+    for root, dirs, files in os.walk(directory):
+        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
+        for name in sorted(files):
+            path = os.path.join(root, name)
+            if name.endswith(PROGRAM_SUFFIXES) or (name.endswith(".py") and defines_program(path)):
+                yield path
+
+
+def _split_attr(spec: str) -> tuple[str, Optional[str]]:
+    head, sep, tail = spec.rpartition(":")
+    if sep and tail.isidentifier() and head:
+        return head, tail
+    return spec, None
+
+
+def expand(spec: str) -> list[EntryPoint]:
+    """Resolve one command-line input into entry points (a directory gives many)."""
+    if os.path.isdir(spec):
+        found = [EntryPoint(label=_display(p), file=p) for p in _walk(spec)]
+        if not found:
+            raise InputError(f"{spec}: no entry points found (no .py file defines a top-level `program`, no .pte)")
+        return [_with_attr(e) for e in found]
+    base, attr = _split_attr(spec)
+    if base.endswith((".py", ".pte")) or os.sep in base or os.path.exists(base):
+        if not os.path.exists(base):
+            raise InputError(f"{spec}: no such file")
+        if os.path.isdir(base):
+            raise InputError(f"{spec}: a directory cannot take an attribute")
+        if base.endswith(".pte"):
+            if attr:
+                raise InputError(f"{spec}: a .pte file has no attributes")
+            return [EntryPoint(label=spec, file=base)]
+        if not base.endswith(".py"):
+            raise InputError(f"{spec}: not a Python file, .pte or directory")
+        return [EntryPoint(label=spec if attr else f"{spec}:{PROGRAM_ATTR}", file=base, attr=attr or PROGRAM_ATTR)]
+    if not all(part.isidentifier() for part in base.split(".")):
+        raise InputError(f"{spec}: no such file, and not a `package.module:attr` entry point")
+    return [EntryPoint(label=spec if attr else f"{spec}:{PROGRAM_ATTR}", module=base, attr=attr or PROGRAM_ATTR)]
+
+
+def _with_attr(entry: EntryPoint) -> EntryPoint:
+    if entry.is_pte:
+        return entry
+    return EntryPoint(label=f"{entry.label}:{entry.attr}", file=entry.file, attr=entry.attr)
+
+
+def _display(path: str) -> str:
+    return os.path.normpath(path)
+
+
+# --------------------------------------------------------------------------- loading
+
+
+@contextlib.contextmanager
+def stdout_to_stderr() -> Iterator[None]:
+    """Send whatever user code prints (Python or C level) to stderr."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def _user_frame(exc: BaseException, file: Optional[str]) -> str:
+    """` (at model.py:12)`: the innermost frame in the user's file, else the innermost."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return ""
+    chosen = frames[-1]
+    if file is not None:
+        absolute = os.path.abspath(file)
+        mine = [f for f in frames if os.path.abspath(f.filename) == absolute]
+        chosen = mine[-1] if mine else chosen
+    return f" (at {_display(os.path.relpath(chosen.filename)) if not chosen.filename.startswith('<') else chosen.filename}:{chosen.lineno})"
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    first = text[0] if text else ""
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+def _import_file(path: str) -> Any:
+    absolute = os.path.abspath(path)
+    digest = hashlib.sha1(absolute.encode()).hexdigest()[:12]
+    name = f"xferlint_entry_{os.path.splitext(os.path.basename(path))[0]}_{digest}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, absolute)
+    if spec is None or spec.loader is None:
+        raise InputError(f"{path}: cannot be imported as a Python file")
+    module = importlib.util.module_from_spec(spec)
+    directory = os.path.dirname(absolute)
+    sys.path.insert(0, directory)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    finally:
+        with contextlib.suppress(ValueError):
+            sys.path.remove(directory)
+    return module
+
+
+def load_entry_point(entry: EntryPoint) -> list[ProgramObject]:
+    """Import the entry point and return the program objects behind its attribute."""
+    where = entry.file or entry.module or entry.label
+    try:
+        with stdout_to_stderr():
+            if entry.file is not None:
+                module = _import_file(entry.file)
+            else:
+                if os.getcwd() not in sys.path:
+                    sys.path.insert(0, os.getcwd())
+                module = importlib.import_module(entry.module)
+    except SyntaxError as exc:
+        raise InputError(f"{entry.label}: syntax error at line {exc.lineno}: {exc.msg}") from None
+    except ModuleNotFoundError as exc:
+        if entry.module is not None and exc.name and entry.module.startswith(exc.name):
+            raise InputError(f"{entry.label}: no module named '{exc.name}'") from None
+        raise InputError(f"{entry.label}: importing it raised {_describe(exc)}{_user_frame(exc, entry.file)}") from None
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - the user's code may raise anything, SystemExit included
+        raise InputError(f"{entry.label}: importing it raised {_describe(exc)}{_user_frame(exc, entry.file)}") from None
+    if not hasattr(module, entry.attr):
+        what = "top-level `program`" if entry.attr == PROGRAM_ATTR else f"attribute `{entry.attr}`"
+        raise InputError(f"{entry.label}: {where} has no {what}; point at one with `{where}:NAME`")
+    return resolve(getattr(module, entry.attr), entry, entry.attr)
+
+
+def resolve(obj: Any, entry: EntryPoint, name: str, depth: int = 0) -> list[ProgramObject]:
+    """Unwrap callables and dicts into program objects."""
+    from xferlint.api import is_program_object
+
+    if is_program_object(obj):
+        label = entry.label if depth == 0 else f"{entry.label}[{name}]"
+        return [ProgramObject(label=label, name=name, obj=obj, file=entry.file)]
+    if isinstance(obj, dict) and depth == 0:
+        if not obj:
+            raise InputError(f"{entry.label}: `{entry.attr}` is an empty dict; expected {_EXPECTED}")
+        out: list[ProgramObject] = []
+        for key in obj:
+            out.extend(resolve(obj[key], entry, str(key), depth + 1))
+        return out
+    if callable(obj) and not isinstance(obj, type) and depth <= 1:
+        try:
+            with stdout_to_stderr():
+                produced = obj()
+        except KeyboardInterrupt:
+            raise
+        except TypeError as exc:
+            if "argument" in str(exc) and exc.__traceback__ is not None and exc.__traceback__.tb_next is None:
+                raise InputError(f"{entry.label}: `{name}` must take no arguments ({_describe(exc)})") from None
+            raise InputError(f"{entry.label}: calling `{name}` raised {_describe(exc)}{_user_frame(exc, entry.file)}") from None
+        except BaseException as exc:  # noqa: BLE001
+            raise InputError(f"{entry.label}: calling `{name}` raised {_describe(exc)}{_user_frame(exc, entry.file)}") from None
+        if is_program_object(produced) or (isinstance(produced, dict) and depth == 0):
+            return resolve(produced, entry, name, depth)
+        raise InputError(f"{entry.label}: `{name}()` returned a {type(produced).__name__}; expected {_EXPECTED}")
+    raise InputError(f"{entry.label}: `{name}` is a {type(obj).__name__}; expected {_EXPECTED}")

@@ -1,0 +1,570 @@
+"""Graph frontend: ExportedProgram, EdgeProgramManager and ExecutorchProgramManager.
+
+Reads each method's FX graph into a MethodView. Functional graphs (`et_copy._h2d_copy`)
+and out-variant graphs (`et_copy._h2d_copy.out` writing a `memory.alloc`) read the same:
+`out=` buffers are not operands. `cond`, `map_impl`, `scan` and `while_loop` bodies are
+inlined with MOVE nodes binding their inputs and results (see view.py).
+
+An edge program whose device delegates have no copies yet (to_executorch has not run) is
+read after running ExecuTorch's own SpecPropPass and PropagateDevicePass on a copy, so the
+findings are those of the program `to_executorch` will emit.
+"""
+
+from __future__ import annotations
+
+import copy
+import operator
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Optional
+
+import torch
+import torch.fx
+
+from xferlint.analyzer.lattice import Device
+from xferlint.analyzer.view import (
+    DelegateInfo,
+    MethodView,
+    Node,
+    OpKind,
+    ProgramView,
+    TensorMeta,
+    Value,
+)
+from xferlint.errors import InputError, UnmodelledOpError
+from xferlint.frontends import LoadedProgram
+from xferlint.frontends.source import location_from_stack_trace
+
+H2D_OP = "et_copy::_h2d_copy"
+D2H_OP = "et_copy::_d2h_copy"
+TARGET_DEVICE_KEY = "target_device"
+_TO_DEVICE_OPS = frozenset(
+    {"aten::_to_copy", "aten::to", "dim_order_ops::_to_dim_order_copy", "aten::_to_dim_order_copy"}
+)
+_ALIAS_OPS = frozenset({"aten::alias", "aten::view", "aten::_unsafe_view", "executorch_prim::et_view"})
+# Python-level callables that appear in exported graphs and compute on host scalars.
+_SCALAR_BUILTINS = frozenset(
+    getattr(operator, name)
+    for name in (
+        "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "neg", "eq", "ne",
+        "lt", "le", "gt", "ge", "and_", "or_", "not_",
+    )
+)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def target_name(target: Any) -> str:
+    """A short, stable operator name: `aten.cos.out`, `et_copy._h2d_copy.out`, `getitem`."""
+    schema = getattr(target, "_schema", None)
+    if schema is not None:
+        overload = schema.overload_name or "default"
+        return f"{schema.name.replace('::', '.')}.{overload}"
+    if target is operator.getitem:
+        return "getitem"
+    module = getattr(target, "__module__", "") or ""
+    name = getattr(target, "__name__", None) or getattr(target, "name", lambda: str(target))()
+    if module.startswith("executorch.exir.memory"):
+        return f"memory.{name}"
+    return str(name)
+
+
+def _schema_name(target: Any) -> Optional[str]:
+    schema = getattr(target, "_schema", None)
+    return schema.name if schema is not None else None
+
+
+def _out_arg_names(target: Any) -> frozenset[str]:
+    schema = getattr(target, "_schema", None)
+    if schema is None:
+        return frozenset()
+    return frozenset(a.name for a in schema.arguments if a.is_out)
+
+
+def _mutates(target: Any) -> bool:
+    schema = getattr(target, "_schema", None)
+    if schema is None:
+        return False
+    return any(
+        a.alias_info is not None and a.alias_info.is_write and not a.is_out for a in schema.arguments
+    )
+
+
+def _device_of_spec(spec: Any) -> Optional[Device]:
+    device = getattr(spec, "device", None)
+    if device is None:
+        return None
+    name = getattr(device, "name", None)  # executorch.exir.schema.DeviceType
+    if name is not None:
+        return Device(name.lower(), int(getattr(spec, "device_index", 0) or 0))
+    if isinstance(device, torch.device):
+        return Device(device.type, device.index or 0)
+    return None
+
+
+def _dtype_name(dtype: Any) -> Optional[str]:
+    return str(dtype).replace("torch.", "") if dtype is not None else None
+
+
+def _tensor_meta(spec: Any, val: Any) -> Optional[TensorMeta]:
+    """Shape, dtype and bytes of one tensor from its TensorSpec or FakeTensor."""
+    shape_src = getattr(val, "shape", None) if isinstance(val, torch.Tensor) else None
+    if shape_src is None and spec is not None:
+        shape_src = getattr(spec, "shape", None)
+    dtype = getattr(spec, "dtype", None) if spec is not None else None
+    if dtype is None and isinstance(val, torch.Tensor):
+        dtype = val.dtype
+    if shape_src is None or dtype is None:
+        return None
+    shape = tuple(d if isinstance(d, int) else _concrete(d) for d in shape_src)
+    nbytes: Optional[int] = None
+    if all(isinstance(d, int) for d in shape):
+        numel = 1
+        for d in shape:
+            numel *= d
+        try:
+            nbytes = numel * torch.empty((), dtype=dtype).element_size()
+        except Exception:  # noqa: BLE001 - exotic dtypes: bytes unknown, not an error
+            nbytes = None
+    return TensorMeta(shape=shape, dtype=_dtype_name(dtype), nbytes=nbytes)
+
+
+def _concrete(dim: Any) -> Optional[int]:
+    """A SymInt's value when it is a constant, else None (symbolic)."""
+    try:
+        value = dim.node.maybe_as_int()
+    except Exception:  # noqa: BLE001 - not a SymInt we understand: treat as symbolic
+        return None
+    return int(value) if value is not None else None
+
+
+def _spec_items(node: torch.fx.Node) -> tuple[Any, Any, bool]:
+    """(spec, val, is_tuple) for a node's result."""
+    spec = node.meta.get("spec")
+    val = node.meta.get("val")
+    is_tuple = isinstance(spec, (tuple, list)) or (spec is None and isinstance(val, (tuple, list)))
+    return spec, val, is_tuple
+
+
+def _flatten_nodes(arg: Any) -> Iterable[torch.fx.Node]:
+    if isinstance(arg, torch.fx.Node):
+        yield arg
+    elif isinstance(arg, (tuple, list)):
+        for item in arg:
+            yield from _flatten_nodes(item)
+    elif isinstance(arg, dict):
+        for item in arg.values():
+            yield from _flatten_nodes(item)
+
+
+# --------------------------------------------------------------------------- builder
+
+
+@dataclass
+class _Builder:
+    """Accumulates nodes and values of one method while walking (nested) graphs."""
+
+    strict: bool
+    nodes: list[Node] = field(default_factory=list)
+    values: dict[str, Value] = field(default_factory=dict)
+
+    def add(self, **kwargs: Any) -> Node:
+        node = Node(index=len(self.nodes), **kwargs)
+        self.nodes.append(node)
+        return node
+
+    def add_value(self, value: Value) -> None:
+        self.values[value.id] = value
+
+
+class _GraphReader:
+    """Reads one FX graph (and, recursively, its control-flow bodies) into a _Builder."""
+
+    def __init__(self, builder: _Builder, gm: torch.fx.GraphModule, scope: str, signature: Any) -> None:
+        self.b = builder
+        self.gm = gm
+        self.scope = scope
+        self.signature = signature
+        self.vid: dict[torch.fx.Node, str] = {}
+        self.elements: dict[torch.fx.Node, tuple[str, ...]] = {}
+
+    # ids ---------------------------------------------------------------------
+    def _id(self, name: str) -> str:
+        return f"{self.scope}/{name}" if self.scope else name
+
+    def _declare(self, node: torch.fx.Node, constant_name: Optional[str] = None) -> tuple[str, ...]:
+        """Create the value(s) a node produces and return the ids it writes."""
+        spec, val, is_tuple = _spec_items(node)
+        base = self._id(node.name)
+        self.vid[node] = base
+        if is_tuple:
+            specs = list(spec) if isinstance(spec, (tuple, list)) else []
+            vals = list(val) if isinstance(val, (tuple, list)) else []
+            count = max(len(specs), len(vals))
+            ids = []
+            for i in range(count):
+                s = specs[i] if i < len(specs) else None
+                v = vals[i] if i < len(vals) else None
+                ids.append(self._value(f"{base}[{i}]", s, v, constant_name))
+            self.elements[node] = tuple(ids)
+            return tuple(ids)
+        return (self._value(base, spec, val, constant_name),)
+
+    def _value(self, vid: str, spec: Any, val: Any, constant_name: Optional[str]) -> str:
+        is_tensor = isinstance(val, torch.Tensor) or (spec is not None and hasattr(spec, "dtype"))
+        meta = _tensor_meta(spec, val) if is_tensor else None
+        declared = _device_of_spec(spec) if spec is not None else None
+        if declared is None and isinstance(val, torch.Tensor):
+            declared = Device(val.device.type, val.device.index or 0)
+        self.b.add_value(Value(id=vid, tensor=meta, declared_device=declared, constant_name=constant_name))
+        return vid
+
+    def _operand(self, node: torch.fx.Node) -> Optional[str]:
+        return self.vid.get(node)
+
+    def _operands(self, args: Iterable[Any]) -> tuple[str, ...]:
+        out = []
+        for n in _flatten_nodes(list(args)):
+            vid = self._operand(n)
+            if vid is not None:
+                out.append(vid)
+        return tuple(out)
+
+    def _location(self, node: torch.fx.Node):
+        return location_from_stack_trace(node.meta.get("stack_trace"))
+
+    def _emit(self, node: torch.fx.Node, kind: OpKind, inputs: tuple[str, ...], outputs: tuple[str, ...], **extra: Any) -> Node:
+        return self.b.add(
+            name=self._id(node.name),
+            kind=kind,
+            target=extra.pop("target", None) or target_name(node.target),
+            inputs=inputs,
+            outputs=outputs,
+            location=self._location(node),
+            scope=self.scope,
+            **extra,
+        )
+
+    # walking -----------------------------------------------------------------
+    def read(self, bindings: Optional[list[tuple[str, ...]]] = None) -> list[Optional[str]]:
+        """Walk the graph; `bindings` gives the operands bound to a body's placeholders.
+        Returns the value ids of the graph's outputs."""
+        placeholder_index = 0
+        input_kinds = self._input_kinds()
+        outputs: list[Optional[str]] = []
+        for node in self.gm.graph.nodes:
+            if node.op == "placeholder":
+                self._placeholder(node, placeholder_index, bindings, input_kinds)
+                placeholder_index += 1
+            elif node.op == "get_attr":
+                self._get_attr(node)
+            elif node.op == "call_function":
+                self._call_function(node)
+            elif node.op == "output":
+                outputs = self._graph_outputs(node)
+            elif node.op in ("call_module", "call_method"):
+                self._unknown(node, f"{node.op} {node.target}")
+        return outputs
+
+    def _input_kinds(self) -> dict[str, tuple[str, Optional[str]]]:
+        kinds: dict[str, tuple[str, Optional[str]]] = {}
+        if self.signature is None:
+            return kinds
+        for spec in self.signature.input_specs:
+            name = getattr(spec.arg, "name", None)
+            if name is not None:
+                kinds[name] = (spec.kind.name, spec.target)
+        return kinds
+
+    def _placeholder(self, node, index, bindings, input_kinds) -> None:
+        if bindings is not None:
+            outputs = self._declare(node)
+            source = bindings[index] if index < len(bindings) else ()
+            self._emit(node, OpKind.MOVE, source, outputs, target="bind")
+            return
+        kind_name, target = input_kinds.get(node.name, ("USER_INPUT", None))
+        if kind_name == "USER_INPUT":
+            outputs = self._declare(node)
+            self._emit(node, OpKind.INPUT, (), outputs, target="input")
+        else:
+            outputs = self._declare(node, constant_name=target or node.name)
+            self._emit(node, OpKind.CONSTANT, (), outputs, target=kind_name.lower())
+
+    def _get_attr(self, node) -> None:
+        attr = _resolve_attr(self.gm, node.target)
+        if isinstance(attr, torch.Tensor):
+            outputs = self._declare(node, constant_name=str(node.target))
+            self._emit(node, OpKind.CONSTANT, (), outputs, target="constant")
+
+    def _graph_outputs(self, node) -> list[Optional[str]]:
+        result: list[Optional[str]] = []
+        for arg in _flatten_args(node.args[0] if node.args else ()):
+            result.append(self.vid.get(arg) if isinstance(arg, torch.fx.Node) else None)
+        return result
+
+    def _unknown(self, node, what: str) -> None:
+        if self.b.strict:
+            raise UnmodelledOpError(
+                f"node '{self._id(node.name)}' calls {what}, which xferlint has no transfer "
+                "function for (strict mode); model it in xferlint/frontends/executorch.py"
+            )
+        outputs = self._declare(node)
+        self._emit(node, OpKind.UNKNOWN, self._operands(list(node.args) + list(node.kwargs.values())), outputs,
+                   target=str(what))
+
+    def _call_function(self, node: torch.fx.Node) -> None:
+        target = node.target
+        sname = _schema_name(target)
+        if target is operator.getitem:
+            return self._getitem(node)
+        if sname == H2D_OP or sname == D2H_OP:
+            return self._copy(node, OpKind.H2D if sname == H2D_OP else OpKind.D2H)
+        if _is_delegate_call(target):
+            return self._delegate(node)
+        hop = getattr(target, "__name__", None) if isinstance(target, torch._ops.HigherOrderOperator) else None
+        if hop in ("cond", "map_impl", "scan", "while_loop"):
+            return getattr(self, f"_{hop}")(node)
+        module = getattr(target, "__module__", "") or ""
+        if module.startswith("executorch.exir.memory"):
+            return self._memory(node)
+        if sname is not None:
+            return self._operator(node, sname)
+        if target in _SCALAR_BUILTINS or _is_sym_function(target):
+            outputs = self._declare(node)
+            self._emit(node, OpKind.COMPUTE, self._operands(node.args), outputs)
+            return None
+        return self._unknown(node, target_name(target))
+
+    def _getitem(self, node) -> None:
+        source, index = node.args[0], node.args[1]
+        elements = self.elements.get(source) if isinstance(source, torch.fx.Node) else None
+        outputs = self._declare(node)
+        if elements is not None and isinstance(index, int) and 0 <= index < len(elements):
+            inputs: tuple[str, ...] = (elements[index],)
+        else:
+            inputs = self._operands([source])
+        self._emit(node, OpKind.GETITEM, inputs, outputs)
+
+    def _copy(self, node, kind: OpKind) -> None:
+        outputs = self._declare(node)
+        inputs = self._operands([node.args[0]] if node.args else [node.kwargs.get("self")])
+        device = None
+        if kind == OpKind.H2D:
+            device = self.b.values[outputs[0]].declared_device
+            out = node.kwargs.get("out")
+            if (device is None or device.is_host) and isinstance(out, torch.fx.Node):
+                device = _device_of_spec(out.meta.get("spec")) or device
+        self._emit(node, kind, inputs, outputs, device=device)
+
+    def _delegate(self, node) -> None:
+        lowered = _resolve_attr(self.gm, node.args[0].target) if isinstance(node.args[0], torch.fx.Node) else None
+        specs: list[tuple[str, str]] = []
+        device: Optional[Device] = None
+        for spec in getattr(lowered, "compile_specs", None) or []:
+            raw = spec.value
+            text = raw.decode("utf-8", errors="replace") if isinstance(raw, (bytes, bytearray)) else str(raw)
+            specs.append((spec.key, text if text.isprintable() else raw.hex() if isinstance(raw, (bytes, bytearray)) else text))
+            if spec.key == TARGET_DEVICE_KEY:
+                try:
+                    device = Device.parse(text)
+                except ValueError:
+                    device = None
+        info = DelegateInfo(backend=str(getattr(lowered, "backend_id", "unknown")), compile_specs=tuple(specs))
+        outputs = self._declare(node)
+        self._emit(node, OpKind.DELEGATE, self._operands(node.args[1:]), outputs, device=device, delegate=info,
+                   target="executorch_call_delegate")
+
+    def _memory(self, node) -> None:
+        name = getattr(node.target, "__name__", "")
+        outputs = self._declare(node)
+        if name == "alloc":
+            self._emit(node, OpKind.ALLOC, (), outputs)
+        elif name == "view":
+            self._emit(node, OpKind.ALIAS, self._operands(node.args[:1]), outputs)
+        else:  # memory.free and friends: no result of their own
+            self._emit(node, OpKind.COMPUTE, self._operands(node.args), ())
+
+    def _operator(self, node, sname: str) -> None:
+        target = node.target
+        outs = _out_arg_names(target)
+        args = list(node.args) + [v for k, v in node.kwargs.items() if k not in outs]
+        inputs = self._operands(args)
+        outputs = self._declare(node)
+        if sname in _TO_DEVICE_OPS and node.kwargs.get("device") is not None:
+            dev = torch.device(node.kwargs["device"])
+            self._emit(node, OpKind.TO_DEVICE, inputs, outputs, device=Device(dev.type, dev.index or 0))
+        elif sname in _ALIAS_OPS:
+            self._emit(node, OpKind.ALIAS, inputs[:1], outputs)
+        else:
+            self._emit(node, OpKind.COMPUTE, inputs, outputs, mutates=_mutates(target))
+
+    # control flow --------------------------------------------------------------
+    def _body(self, attr_node: Any, name: str, bindings: list[tuple[str, ...]]) -> tuple[str, list[Optional[str]]]:
+        if not isinstance(attr_node, torch.fx.Node):
+            return "", []
+        body = _resolve_attr(self.gm, attr_node.target)
+        if not isinstance(body, torch.fx.GraphModule):
+            return "", []
+        scope = f"{self._id(name)}.{attr_node.target}"
+        reader = _GraphReader(self.b, body, scope, None)
+        return scope, reader.read(bindings)
+
+    def _control(self, node, inputs: tuple[str, ...]) -> tuple[str, ...]:
+        outputs = self._declare(node)
+        self._emit(node, OpKind.CONTROL, inputs, outputs)
+        return outputs
+
+    def _results(self, node, sources: list[Optional[str]], targets: tuple[str, ...], label: str) -> None:
+        for src, dst in zip(sources, targets):
+            if src is not None:
+                self.b.add(name=f"{self._id(node.name)}:{label}", kind=OpKind.MOVE, target=label,
+                           inputs=(src,), outputs=(dst,), scope=self.scope, location=self._location(node))
+
+    def _cond(self, node) -> None:
+        pred, true_fn, false_fn, operands = node.args[:4]
+        ops = [self._operands([o]) for o in operands]
+        results = self._control(node, self._operands([pred]) + tuple(v for o in ops for v in o))
+        for branch in (true_fn, false_fn):
+            _, outs = self._body(branch, node.name, ops)
+            self._results(node, outs, results, "merge")
+
+    def _map_impl(self, node) -> None:
+        body, xs, pos_args = node.args[:3]
+        bindings = [self._operands([x]) for x in list(xs) + list(pos_args)]
+        results = self._control(node, tuple(v for b in bindings for v in b))
+        _, outs = self._body(body, node.name, bindings)
+        self._results(node, outs, results, "stack")
+
+    def _scan(self, node) -> None:
+        combine, init, xs, additional = (list(node.args) + [[]] * 4)[:4]
+        carries = [self._operands([c]) for c in init]
+        slices = [self._operands([x]) for x in xs] + [self._operands([a]) for a in additional]
+        results = self._control(node, tuple(v for b in carries + slices for v in b))
+        scope, outs = self._body(combine, node.name, carries + slices)
+        self._loop_back(node, scope, combine, outs[: len(carries)])
+        self._results(node, outs, results, "carry")
+
+    def _while_loop(self, node) -> None:
+        cond_fn, body_fn, carried, additional = (list(node.args) + [[]] * 4)[:4]
+        carries = [self._operands([c]) for c in carried]
+        extra = [self._operands([a]) for a in additional]
+        results = self._control(node, tuple(v for b in carries + extra for v in b))
+        self._body(cond_fn, node.name, carries + extra)
+        scope, outs = self._body(body_fn, node.name, carries + extra)
+        self._loop_back(node, scope, body_fn, outs[: len(carries)])
+        self._results(node, outs, results, "carry")
+
+    def _loop_back(self, node, scope: str, attr_node: Any, carried_out: list[Optional[str]]) -> None:
+        """The back edge: each next-carry value flows into the body's carry placeholder."""
+        body = _resolve_attr(self.gm, attr_node.target) if isinstance(attr_node, torch.fx.Node) else None
+        if not isinstance(body, torch.fx.GraphModule):
+            return
+        placeholders = [n for n in body.graph.nodes if n.op == "placeholder"]
+        for src, ph in zip(carried_out, placeholders):
+            if src is not None:
+                self.b.add(name=f"{self._id(node.name)}:loop", kind=OpKind.MOVE, target="loop",
+                           inputs=(src,), outputs=(f"{scope}/{ph.name}",), scope=scope)
+
+
+def _flatten_args(arg: Any) -> list[Any]:
+    if isinstance(arg, (tuple, list)):
+        out: list[Any] = []
+        for item in arg:
+            out.extend(_flatten_args(item))
+        return out
+    return [arg]
+
+
+def _resolve_attr(gm: torch.nn.Module, target: str) -> Any:
+    obj: Any = gm
+    for part in str(target).split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj
+
+
+def _is_sym_function(target: Any) -> bool:
+    """torch.sym_int, sym_max, ... on host scalars (symbolic shapes)."""
+    module = getattr(target, "__module__", "") or ""
+    return module.startswith("torch") and getattr(target, "__name__", "").startswith("sym_")
+
+
+def _is_delegate_call(target: Any) -> bool:
+    return getattr(target, "__name__", None) == "executorch_call_delegate" or (
+        isinstance(target, torch._ops.HigherOrderOperator) and target.name() == "executorch_call_delegate"
+    )
+
+
+# --------------------------------------------------------------------------- programs
+
+
+def read_method(name: str, gm: torch.fx.GraphModule, signature: Any, strict: bool = False) -> MethodView:
+    """Read one method's graph module into a MethodView."""
+    builder = _Builder(strict=strict)
+    reader = _GraphReader(builder, gm, "", signature)
+    outputs = reader.read()
+    inputs = tuple(n.outputs[0] for n in builder.nodes if n.kind == OpKind.INPUT and n.outputs)
+    return MethodView(name=name, nodes=tuple(builder.nodes), values=dict(builder.values),
+                      inputs=inputs, outputs=tuple(outputs))
+
+
+def _has_device_delegate_without_copies(gm: torch.fx.GraphModule) -> bool:
+    has_device_delegate = False
+    for node in gm.graph.nodes:
+        if node.op != "call_function":
+            continue
+        if _schema_name(node.target) in (H2D_OP, D2H_OP):
+            return False
+        if _is_delegate_call(node.target) and isinstance(node.args[0], torch.fx.Node):
+            lowered = _resolve_attr(gm, node.args[0].target)
+            if any(s.key == TARGET_DEVICE_KEY for s in getattr(lowered, "compile_specs", None) or []):
+                has_device_delegate = True
+    return has_device_delegate
+
+
+def _materialize_copies(ep: Any) -> torch.fx.GraphModule:
+    """Run SpecPropPass + PropagateDevicePass on a copy, as `to_executorch` would."""
+    from executorch.exir.pass_base import ExportPass  # noqa: F401  (registers edge ops)
+    from executorch.exir.passes import SpecPropPass
+    from executorch.exir.passes.propagate_device_pass import PropagateDevicePass
+
+    gm = copy.deepcopy(ep.graph_module)
+    result = SpecPropPass()(gm)
+    gm = result.graph_module if result is not None else gm
+    result = PropagateDevicePass(enable_non_cpu_memory_planning=True)(gm)
+    return result.graph_module if result is not None else gm
+
+
+def _methods_of(obj: Any) -> list[tuple[str, Any]]:
+    """(method name, ExportedProgram) pairs of a program object."""
+    from torch.export import ExportedProgram
+
+    if isinstance(obj, ExportedProgram):
+        return [("forward", obj)]
+    methods = getattr(obj, "methods", None)
+    getter = getattr(obj, "exported_program", None)
+    if methods is not None and callable(getter):
+        return [(m, getter(m)) for m in sorted(methods)]
+    raise InputError(f"not a program: {type(obj).__name__}")
+
+
+def is_graph_program(obj: Any) -> bool:
+    """True for the program objects this frontend reads."""
+    names = {c.__name__ for c in type(obj).__mro__}
+    return bool(names & {"ExportedProgram", "EdgeProgramManager", "ExecutorchProgramManager"})
+
+
+def load_graph_program(obj: Any, input: str, name: str, file: Optional[str], strict: bool = False) -> LoadedProgram:
+    """Read a program object into a ProgramView (every method)."""
+    is_edge = type(obj).__name__ in ("EdgeProgramManager", "ExportedProgram")
+    methods = []
+    notes = []
+    for method_name, ep in _methods_of(obj):
+        gm = ep.graph_module
+        if is_edge and _has_device_delegate_without_copies(gm):
+            gm = _materialize_copies(ep)
+            notes.append(f"{method_name}: copies inserted by ExecuTorch's PropagateDevicePass, as to_executorch would")
+        methods.append(read_method(method_name, gm, ep.graph_signature, strict=strict))
+    view = ProgramView(input=input, name=name, kind="graph", methods=tuple(methods), file=file, notes=tuple(notes))
+    return LoadedProgram(view=view, native=obj)

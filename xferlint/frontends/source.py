@@ -1,0 +1,68 @@
+"""Source locations from FX `stack_trace` metadata.
+
+A stack trace lists frames outermost first; the frame that matters to a model author is
+the innermost one that is not inside torch, executorch or xferlint itself.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import re
+from functools import lru_cache
+from typing import Optional
+
+from xferlint.analyzer.view import SourceLocation
+
+_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>[^\n]+)(?:\n(?P<code>[^\n]*))?')
+
+
+@lru_cache(maxsize=1)
+def _library_roots() -> tuple[str, ...]:
+    roots = [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]  # xferlint
+    for name in ("torch", "executorch", "torchao", "functorch"):
+        try:
+            module = __import__(name)
+        except Exception:  # noqa: BLE001 - a library that is not installed has no frames
+            continue
+        for path in getattr(module, "__path__", []) or []:
+            roots.append(os.path.abspath(path))
+    return tuple(root.rstrip(os.sep) + os.sep for root in roots)
+
+
+def _is_library(path: str) -> bool:
+    absolute = os.path.abspath(path)
+    return absolute.startswith(_library_roots()) or path.startswith("<")
+
+
+def _column(path: str, line: int, code: Optional[str]) -> int:
+    text = linecache.getline(path, line)
+    if not text:
+        return 1
+    if code:
+        found = text.find(code.strip())
+        if found >= 0:
+            return found + 1
+    return len(text) - len(text.lstrip()) + 1
+
+
+@lru_cache(maxsize=4096)
+def location_from_stack_trace(stack_trace: Optional[str]) -> Optional[SourceLocation]:
+    """The innermost user frame of an FX stack trace, or None when it has none."""
+    if not stack_trace:
+        return None
+    frames = list(_FRAME.finditer(stack_trace))
+    for frame in reversed(frames):
+        path = frame.group("file")
+        if _is_library(path):
+            continue
+        line = int(frame.group("line"))
+        code = (frame.group("code") or "").strip() or None
+        return SourceLocation(
+            file=os.path.abspath(path),
+            line=line,
+            column=_column(path, line, code),
+            function=frame.group("func").strip(),
+            code=code,
+        )
+    return None

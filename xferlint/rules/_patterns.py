@@ -1,0 +1,63 @@
+"""Transfer patterns more than one rule matches, read off the view and DeviceFacts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from xferlint.analyzer.facts import DeviceFacts
+from xferlint.analyzer.lattice import Device
+from xferlint.analyzer.view import Node, OpKind
+
+
+@dataclass(frozen=True)
+class RoundTrip:
+    """`h2d(d2h(x))`: x on `source` goes to host and straight on to `target`."""
+
+    producer: Optional[Node]  # writes x (a delegate's getitem, usually)
+    d2h: Node
+    h2d: Node
+    consumers: tuple[Node, ...]  # read the H2D's result
+    value: str  # x
+    source: Device
+    target: Device
+
+    @property
+    def same_device(self) -> bool:
+        return self.source == self.target
+
+
+def round_trip_at(facts: DeviceFacts, h2d: Node) -> Optional[RoundTrip]:
+    """The round trip that ends in `h2d`, when its source is a D2H of a device tensor."""
+    if h2d.kind != OpKind.H2D or not h2d.inputs or h2d.device is None or h2d.device.is_host:
+        return None
+    d2h = facts.writer(h2d.inputs[0])
+    if d2h is None or d2h.kind != OpKind.D2H or not d2h.inputs:
+        return None
+    value = d2h.inputs[0]
+    source = facts.device(value)
+    if not isinstance(source, Device) or source.is_host:
+        return None
+    return RoundTrip(
+        producer=facts.writer(value),
+        d2h=d2h,
+        h2d=h2d,
+        consumers=tuple(facts.readers(h2d.output)),
+        value=value,
+        source=source,
+        target=h2d.device,
+    )
+
+
+def round_trips(facts: DeviceFacts):
+    for node in facts.method.nodes:
+        if node.kind == OpKind.H2D:
+            trip = round_trip_at(facts, node)
+            if trip is not None:
+                yield trip
+
+
+def tick(name: str) -> str:
+    """A node or value name as a message shows it."""
+    return f"`{name}`"
+

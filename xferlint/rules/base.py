@@ -1,0 +1,197 @@
+"""Rule, RuleContext, Example and rule discovery.
+
+A rule is one class in one module of this package: a `code`, a kebab-case `name`, a
+severity, a docstring with the fixed sections (What it does / Why is this bad? / Example /
+Use instead / Fix safety / References) and a `check(ctx)` that yields findings. Rules read
+only the view and the DeviceFacts; they never touch native graphs. Each rule carries
+`examples`: programs it must and must not flag, which one test hook runs.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Callable, ClassVar, Iterable, Optional, Sequence
+
+from xferlint.analyzer.facts import DeviceFacts
+from xferlint.analyzer.lattice import Device
+from xferlint.analyzer.view import MethodView, Node, OpKind, ProgramView, SourceLocation
+from xferlint.findings import Applicability, Finding, Location, Severity, Step
+
+DOC_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead", "Fix safety", "References")
+
+
+@dataclass(frozen=True)
+class Example:
+    """A program a rule must flag `expect` times (0 for a valid example).
+
+    `build` returns anything `xferlint.lint` accepts: a program object built with
+    ExecuTorch's real lowering, or a hand-built ProgramView for what ExecuTorch cannot
+    produce on a CPU machine.
+    """
+
+    build: Callable[[], Any]
+    expect: int
+    description: str
+
+
+@dataclass(frozen=True)
+class RuleContext:
+    program: ProgramView
+    method: MethodView
+    facts: DeviceFacts
+
+    # -- describing nodes ---------------------------------------------------------
+    def device_str(self, node: Node) -> Optional[str]:
+        if node.kind == OpKind.DELEGATE:
+            return str(node.device) if node.device else "cpu"
+        device = self.facts.device(node.output)
+        return str(device) if isinstance(device, Device) else None
+
+    def locate(self, node: Optional[Node]) -> Optional[SourceLocation]:
+        """The node's own source line, else the nearest neighbour's that has one.
+
+        Copy nodes and delegate calls carry no stack trace: an H2D is located at what
+        consumes it, a D2H at what produced its source, a delegate call at the getitem
+        that carries its result.
+        """
+        if node is None or node.location is not None:
+            return node.location if node is not None else None
+        if node.kind == OpKind.DELEGATE:
+            return self._first_located(r for vid in node.outputs for r in self.facts.readers(vid))
+        if node.kind in (OpKind.H2D, OpKind.TO_DEVICE):
+            consumers = self.facts.readers(node.output)
+            found = self._first_located(consumers)
+            if found is None:
+                found = next((self.locate(c) for c in consumers if c.kind == OpKind.DELEGATE and self.locate(c)), None)
+            if found is not None:
+                return found
+        return self._first_located(w for vid in node.inputs for w in self.facts.writers(vid))
+
+    @staticmethod
+    def _first_located(nodes: Iterable[Node]) -> Optional[SourceLocation]:
+        return next((n.location for n in nodes if n.location is not None), None)
+
+    def step(self, node: Node, role: str) -> Step:
+        return Step(
+            node=node.name,
+            target=node.target,
+            role=role,
+            device=self.device_str(node),
+            location=_location(self.locate(node)),
+        )
+
+    # -- findings --------------------------------------------------------------------
+    def finding(
+        self,
+        rule: "Rule",
+        message: str,
+        path: Sequence[tuple[Node, str]],
+        nbytes: Optional[int],
+        anchor: Optional[Node] = None,
+    ) -> Finding:
+        steps = [self.step(node, role) for node, role in path]
+        location = self.locate(anchor) if anchor is not None else None
+        if location is None:
+            location = next((self.locate(n) for n, _ in path if self.locate(n) is not None), None)
+        return Finding(
+            code=rule.code,
+            name=rule.name,
+            severity=rule.severity,
+            message=message,
+            input=self.program.input,
+            program=self.program.name,
+            method=self.method.name,
+            nodes=[s.node for s in steps],
+            devices=[s.device or "unknown" for s in steps],
+            bytes=nbytes,
+            location=_location(location),
+            fixable=rule.fix_applicability is not None,
+            fix_applicability=rule.fix_applicability,
+            steps=steps,
+        )
+
+
+def _location(loc: Optional[SourceLocation]) -> Optional[Location]:
+    if loc is None:
+        return None
+    return Location(file=loc.file, line=loc.line, column=loc.column, function=loc.function, code=loc.code)
+
+
+def format_bytes(nbytes: Optional[int]) -> str:
+    """`64 B`, `1.5 KiB`, `12.0 MiB`; `an unknown number of bytes` when symbolic."""
+    if nbytes is None:
+        return "a symbolic number of bytes"
+    if nbytes < 1024:
+        return f"{nbytes} B"
+    value = float(nbytes)
+    for unit in ("KiB", "MiB", "GiB", "TiB"):
+        value /= 1024
+        if value < 1024:
+            return f"{value:.1f} {unit}"
+    return f"{value:.1f} PiB"
+
+
+class Rule:
+    """Base class: subclasses set the class attributes and implement `check`."""
+
+    code: ClassVar[str] = ""
+    name: ClassVar[str] = ""
+    severity: ClassVar[Severity] = Severity.WARNING
+    fix_applicability: ClassVar[Optional[Applicability]] = None
+    examples: ClassVar[tuple[Example, ...]] = ()
+
+    def check(self, ctx: RuleContext) -> Iterable[Finding]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    # -- documentation, from the docstring ------------------------------------------
+    @classmethod
+    def doc(cls) -> str:
+        import inspect
+
+        return inspect.cleandoc(cls.__doc__ or "")
+
+    @classmethod
+    def summary(cls) -> str:
+        """The docstring's first line."""
+        return cls.doc().splitlines()[0].strip() if cls.doc() else cls.name
+
+    @classmethod
+    def sections(cls) -> dict[str, str]:
+        """The docstring's `## Heading` sections, in order."""
+        sections: dict[str, str] = {}
+        current: Optional[str] = None
+        lines: list[str] = []
+        for line in cls.doc().splitlines()[1:]:
+            match = re.match(r"^##\s+(.*\S)\s*$", line)
+            if match:
+                if current is not None:
+                    sections[current] = "\n".join(lines).strip()
+                current, lines = match.group(1), []
+            elif current is not None:
+                lines.append(line)
+        if current is not None:
+            sections[current] = "\n".join(lines).strip()
+        return sections
+
+
+@lru_cache(maxsize=1)
+def all_rules() -> tuple[type[Rule], ...]:
+    """Every rule class in this package, discovered by importing its modules, by code."""
+    import xferlint.rules as package
+
+    found: dict[str, type[Rule]] = {}
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.name.startswith("_") or info.name == "base":
+            continue
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        for obj in vars(module).values():
+            if isinstance(obj, type) and issubclass(obj, Rule) and obj is not Rule and obj.code:
+                if obj.__module__ == module.__name__:
+                    if obj.code in found and found[obj.code] is not obj:
+                        raise RuntimeError(f"rule code {obj.code} is defined twice")
+                    found[obj.code] = obj
+    return tuple(found[code] for code in sorted(found))

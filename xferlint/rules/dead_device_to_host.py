@@ -1,0 +1,88 @@
+"""XF003 dead-device-to-host."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from xferlint.analyzer.lattice import Device
+from xferlint.analyzer.view import OpKind
+from xferlint.findings import Applicability
+from xferlint.rules._patterns import tick
+from xferlint.rules.base import Example, Rule, format_bytes
+
+
+def _build(model, devices, **kwargs):
+    from xferlint.testing.models import lowered
+
+    return lowered(model, devices, **kwargs)
+
+
+class DeadDeviceToHost(Rule):
+    """A device-to-host copy whose result nobody reads.
+
+    ## What it does
+    Flags an `_d2h_copy` whose result is not a method output and is never read by
+    anything that matters (no users at all, or only users whose own results are unused).
+
+    ## Why is this bad?
+    The copy still runs on every call: it moves the tensor across the bus and, on most
+    backends, waits for the device stream, for a result that is thrown away. Such copies
+    are left behind by post-processing passes that rewire a D2H's users (to elide a round
+    trip, say) without running dead-code elimination afterwards.
+
+    ## Example
+    ```python
+    # after a hook rewired delegate_1 to read getitem directly:
+    getitem (cuda:0) -> _d2h_copy_default     # no users
+    getitem (cuda:0) -> delegate_1
+    ```
+
+    ## Use instead
+    Remove the copy (`xferlint fix`), or run `graph.eliminate_dead_code()` at the end of
+    the pass that rewired its users.
+
+    ## Fix safety
+    Safe. A copy's only effect is its result; a D2H that is a method output or feeds any
+    live host code is never reported.
+
+    ## References
+    - ExecuTorch `PropagateDevicePass` (its elision runs dead-code elimination for this)
+    """
+
+    code = "XF003"
+    name = "dead-device-to-host"
+    fix_applicability = Applicability.SAFE
+    examples = (
+        Example(partial(_build, "AddSin", ["cuda:0", "cuda:0"], elide=False, rewire_without_dce=True), 1,
+                "a hook rewired the round trip and left the D2H behind"),
+        Example(partial(_build, "AddSinCos", ["cuda:0", "cuda:0"]), 0,
+                "the D2H still feeds a host op (cos)"),
+        Example(partial(_build, "AddSin", ["cuda:0", "cuda:0"]), 0, "stock ExecuTorch: no dead copy"),
+    )
+
+    def check(self, ctx):
+        facts = ctx.facts
+        for node in ctx.method.nodes:
+            if node.kind != OpKind.D2H or not node.outputs:
+                continue
+            out = node.output
+            if facts.is_output(out) or facts.is_live(out):
+                continue
+            source = node.inputs[0] if node.inputs else None
+            device = facts.device(source)
+            where = f" from {device}" if isinstance(device, Device) else ""
+            readers = facts.readers(out)
+            why = (
+                "nothing reads the result"
+                if not readers
+                else f"its only readers ({', '.join(tick(r.name) for r in readers[:3])}) produce nothing that is used"
+            )
+            nbytes = facts.nbytes(out) or facts.nbytes(source)
+            message = (
+                f"{tick(node.name)} copies {tick(source or '?')} ({format_bytes(nbytes)}){where} to host on "
+                f"every call, but {why}. Remove the copy (`xferlint fix` does), or run dead-code "
+                f"elimination after the pass that rewired its users."
+            )
+            producer = facts.writer(source)
+            path = ([(producer, "producer")] if producer is not None else []) + [(node, "d2h")]
+            yield ctx.finding(self, message, path, nbytes, anchor=producer or node)

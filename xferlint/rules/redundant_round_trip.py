@@ -1,0 +1,87 @@
+"""XF001 redundant-round-trip."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from xferlint.findings import Applicability
+from xferlint.rules._patterns import round_trips, tick
+from xferlint.rules.base import Example, Rule, format_bytes
+
+
+def _build(devices, **kwargs):
+    from xferlint.testing.models import lowered
+
+    return lowered("AddSin", devices, **kwargs)
+
+
+class RedundantRoundTrip(Rule):
+    """A device tensor is copied to host and straight back to the same device.
+
+    ## What it does
+    Flags `_h2d_copy(_d2h_copy(x))` where `x` already lives on the H2D's target device
+    (same device type and index): the value leaves the device only to come back.
+
+    ## Why is this bad?
+    ExecuTorch's `PropagateDevicePass` inserts copies one delegate boundary at a time: a
+    D2H after every output of a device delegate and an H2D before every input of the next.
+    Between two delegates on the same device that is a device -> host -> device bounce
+    that moves the tensor across the bus twice per call and synchronizes the stream, for
+    nothing. ExecuTorch 1.5 elides directly adjacent pairs; pipelines without that
+    elision, or passes that run after it and re-create the pair, leave them behind.
+
+    ## Example
+    ```python
+    a = x + y          # delegate on cuda:0
+    b = torch.sin(a)   # delegate on cuda:0
+    # lowered: getitem (cuda:0) -> _d2h_copy -> _h2d_copy (cuda:0) -> delegate_1
+    ```
+
+    ## Use instead
+    Feed the device tensor straight to the second delegate: run `xferlint fix`, or lower
+    with ExecuTorch >= 1.5 (whose PropagateDevicePass performs this elision), or let one
+    partition take both ops.
+
+    ## Fix safety
+    Safe. The consumers are rewired to `x`, which holds the same bytes on the same device;
+    the H2D is removed, and the D2H only once nothing else reads it (a D2H that still
+    feeds host code stays). Cross-device pairs are never touched.
+
+    ## References
+    - ExecuTorch `PropagateDevicePass._elide_redundant_same_device_copies`
+    - https://pytorch.org/executorch/
+    """
+
+    code = "XF001"
+    name = "redundant-round-trip"
+    fix_applicability = Applicability.SAFE
+    examples = (
+        Example(partial(_build, ["cuda:0", "cuda:0"], elide=False), 1,
+                "two delegates on cuda:0, upstream elision off"),
+        Example(partial(_build, ["cuda:0", "cuda:0"]), 0, "stock ExecuTorch elides the pair"),
+        Example(partial(_build, ["cuda:0", "cuda:1"], elide=False), 0,
+                "cuda:0 -> host -> cuda:1 is a real move (XF002), not a round trip"),
+    )
+
+    def check(self, ctx):
+        for trip in round_trips(ctx.facts):
+            if not trip.same_device:
+                continue
+            consumer = trip.consumers[0] if trip.consumers else None
+            other_readers = [r for r in ctx.facts.readers(trip.d2h.output) if r is not trip.h2d]
+            d2h_fate = (
+                f"{tick(trip.d2h.name)} stays: it also feeds host code ({tick(other_readers[0].name)})"
+                if other_readers or ctx.facts.is_output(trip.d2h.output)
+                else f"{tick(trip.d2h.name)} is then dead too"
+            )
+            target = f" for {tick(consumer.name)}" if consumer else ""
+            message = (
+                f"{tick(trip.value)} already lives on {trip.source}, but {tick(trip.d2h.name)} copies it "
+                f"to host and {tick(trip.h2d.name)} copies it straight back to {trip.target}{target}: "
+                f"{format_bytes(ctx.facts.nbytes(trip.value))} cross the bus twice per call for nothing. "
+                f"Feed {tick(trip.value)} to the consumer directly (`xferlint fix` does; {d2h_fate})."
+            )
+            path = [(trip.d2h, "d2h"), (trip.h2d, "h2d")] + [(c, "consumer") for c in trip.consumers[:1]]
+            if trip.producer is not None:
+                path.insert(0, (trip.producer, "producer"))
+            yield ctx.finding(self, message, path, ctx.facts.nbytes(trip.value), anchor=trip.producer or trip.h2d)
