@@ -27,6 +27,7 @@ import executorch.exir.backend.test.backend_with_compiler_demo  # noqa: F401
 from executorch.exir import EdgeCompileConfig, ExecutorchBackendConfig, to_edge_transform_and_lower
 from executorch.exir.backend.compile_spec_schema import CompileSpec
 from executorch.exir.backend.partitioner import DelegationSpec, Partitioner, PartitionResult
+from executorch.exir.backend.utils import tag_constant_data
 from executorch.exir.dialects._ops import ops as exir_ops
 from executorch.exir.passes import ToOutVarPass
 from executorch.exir.passes.propagate_device_pass import PropagateDevicePass
@@ -50,14 +51,17 @@ class DevicePartitioner(Partitioner):
 
     `devices` is a sequence consumed in graph order over the supported ops (None keeps an
     op on the host; a sequence shorter than the ops repeats) or a function
-    `(node, position) -> device or None`. Each op gets its own delegate, so two adjacent
+    `(node, position) -> device or None`. Parameters used by one delegate only are
+    absorbed into it (`absorb_constants=False` leaves them outside). Each op gets its own delegate, so two adjacent
     ops on one device are two delegates with a device -> host -> device boundary between
     them, as a partitioner that cannot fuse them leaves it.
     """
 
     def __init__(self, devices: DeviceAssignment, backend: str = DEMO_BACKEND, ops: Sequence[Any] = DEMO_OPS,
-                 extra_specs: Sequence[CompileSpec] = (CompileSpec("max_value", bytes([4])),)) -> None:
+                 extra_specs: Sequence[CompileSpec] = (CompileSpec("max_value", bytes([4])),),
+                 absorb_constants: bool = True) -> None:
         super().__init__()
+        self.absorb_constants = absorb_constants
         self.devices = devices
         self.backend = backend
         self.ops = tuple(ops)
@@ -84,6 +88,10 @@ class DevicePartitioner(Partitioner):
             node.meta["delegation_tag"] = tag
             specs = self.extra_specs + [CompileSpec("target_device", device.encode("utf-8"))]
             tags[tag] = DelegationSpec(self.backend, specs)
+        if self.absorb_constants:
+            # Parameters used only inside one delegate move into it, as real partitioners
+            # do; one left outside would be copied host->device on every call.
+            tag_constant_data(exported_program)
         return PartitionResult(tagged_exported_program=exported_program, partition_tags=tags)
 
     def ops_to_not_decompose(self, ep: Any) -> tuple[list[Any], Optional[Callable[[torch.fx.Node], bool]]]:

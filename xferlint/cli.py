@@ -1,0 +1,166 @@
+"""The `xferlint` command: argument parsing, settings, exit codes. No analysis here.
+
+Exit codes: 0 clean (or --exit-zero), 1 findings, 2 usage error, an input that could not
+be loaded, or an internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import warnings
+from typing import Optional, Sequence
+
+from xferlint import __version__
+from xferlint.errors import UsageError, XferlintError
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+def _quiet_libraries() -> None:
+    """Keep import-time chatter of torch/torchao/executorch out of the report."""
+    for name in ("torchao", "torch.utils._pytree", "torch._export", "torch.export", "executorch"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+    warnings.filterwarnings("ignore", category=UserWarning, module=r"(torch|executorch|torchao)(\.|$)")
+
+
+def _add_selection(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("rule selection")
+    group.add_argument("--select", action="append", metavar="RULES",
+                       help="Comma-separated rules to enable (codes, prefixes, names, ALL); replaces the configured set")
+    group.add_argument("--extend-select", action="append", metavar="RULES", help="Rules to enable on top of --select")
+    group.add_argument("--ignore", action="append", metavar="RULES", help="Rules to disable")
+
+
+def _add_common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", metavar="FILE", help="pyproject.toml to read [tool.xferlint] from")
+    parser.add_argument("--isolated", action="store_true", help="Ignore all configuration files")
+    parser.add_argument("--strict", action="store_true", default=None,
+                        help="Error on operators the analyzer does not model instead of assuming nothing")
+    parser.add_argument("--project-root", metavar="DIR", help="Show paths relative to DIR (default: cwd)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="xferlint",
+        description="Find and fix device-transfer anti-patterns in ExecuTorch programs.",
+    )
+    parser.add_argument("--version", action="version", version=f"xferlint {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    check = sub.add_parser("check", help="Lint programs (entry points, directories, .pte files)")
+    check.add_argument("paths", nargs="+", metavar="PATH",
+                       help="file.py, file.py:attr, package.module:attr, a .pte file or a directory")
+    _add_selection(check)
+    check.add_argument("--format", choices=("text", "json", "sarif"), help="Output format (default: text)")
+    check.add_argument("-o", "--output", metavar="FILE", help="Write the report to FILE (atomically)")
+    check.add_argument("--exit-zero", action="store_true", default=None, help="Exit 0 even when there are findings")
+    check.add_argument("--statistics", action="store_true", default=None, help="Show counts per rule")
+    _add_common(check)
+
+    rule = sub.add_parser("rule", help="Explain a rule (or every rule with --all)")
+    rule.add_argument("code", nargs="?", help="Rule code or name, e.g. XF001 or redundant-round-trip")
+    rule.add_argument("--all", action="store_true", help="Explain every rule")
+    rule.add_argument("--format", choices=("text", "json"), default="text")
+
+    sub.add_parser("schema", help="Print the JSON Schema of `check --format json`")
+    return parser
+
+
+def _settings(args: argparse.Namespace):
+    from xferlint.config import Settings, load_settings
+
+    base, _ = (Settings(), None) if args.isolated else load_settings(args.config)
+    overrides = {
+        key: value
+        for key, value in {
+            "format": getattr(args, "format", None),
+            "output": getattr(args, "output", None),
+            "exit_zero": getattr(args, "exit_zero", None),
+            "statistics": getattr(args, "statistics", None),
+            "strict": args.strict,
+            "project_root": args.project_root,
+        }.items()
+        if value is not None
+    }
+    if getattr(args, "select", None):
+        overrides["select"] = args.select
+    overrides["extend_select"] = list(base.extend_select) + list(getattr(args, "extend_select", None) or [])
+    overrides["ignore"] = list(base.ignore) + list(getattr(args, "ignore", None) or [])
+    return base.model_copy(update=overrides)
+
+
+def _write(text: str, output: Optional[str]) -> None:
+    if output:
+        from xferlint.fsutil import write_atomic
+
+        write_atomic(output, text.encode("utf-8"))
+    else:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from xferlint.api import check_paths
+    from xferlint.reporters import ReportOptions, emit
+    from xferlint.selection import select_rules
+
+    settings = _settings(args)
+    rules = select_rules(settings.select, settings.ignore, settings.extend_select)
+    run = check_paths(args.paths, rules, strict=settings.strict)
+    report = run.report()
+    for error in report.errors:
+        print(f"error: {error.message}", file=sys.stderr)
+    options = ReportOptions(statistics=settings.statistics, project_root=settings.project_root)
+    _write(emit(report, settings.format, options), settings.output)
+    if report.errors:
+        return EXIT_ERROR
+    if report.findings and not settings.exit_zero:
+        return EXIT_FINDINGS
+    return EXIT_CLEAN
+
+
+def cmd_rule(args: argparse.Namespace) -> int:
+    from xferlint.docs import explain
+
+    if not args.all and not args.code:
+        raise UsageError("name a rule (e.g. `xferlint rule XF001`) or pass --all")
+    sys.stdout.write(explain(None if args.all else args.code, fmt=args.format))
+    return EXIT_CLEAN
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    import json
+
+    from xferlint.report import json_schema
+
+    sys.stdout.write(json.dumps(json_schema(), indent=2, sort_keys=True) + "\n")
+    return EXIT_CLEAN
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    _quiet_libraries()
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return EXIT_ERROR
+    handler = {"check": cmd_check, "rule": cmd_rule, "schema": cmd_schema}[args.command]
+    try:
+        return handler(args)
+    except XferlintError as exc:
+        print(f"xferlint: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("xferlint: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, exit 2
+        print(f"xferlint: internal error: {type(exc).__name__}: {exc} (please report it)", file=sys.stderr)
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,27 @@
+"""Writing files the way a linter must: atomically, never half-written."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+
+def write_atomic(path: str, data: bytes) -> None:
+    """Write `data` to `path` through a temporary file in the same directory and a rename,
+    so readers see the old file or the whole new one, never a part."""
+    directory = os.path.dirname(os.path.abspath(path)) or "."
+    fd, tmp = tempfile.mkstemp(prefix=".xferlint-", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if os.path.exists(path):
+            os.chmod(tmp, os.stat(path).st_mode & 0o7777)
+        else:
+            os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise

@@ -1,0 +1,41 @@
+"""Reporters: a Report in, text out. One `emit(report, options)` per format; reporters
+never see graphs."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Optional
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    statistics: bool = False
+    project_root: Optional[str] = None  # paths are shown relative to it (default: cwd)
+    fix_hint: str = "xferlint fix"
+
+
+def display_path(path: str, root: Optional[str] = None) -> str:
+    """A path relative to the project root (or cwd) when it is inside it, else as is."""
+    base = os.path.abspath(root or os.getcwd())
+    absolute = os.path.abspath(path)
+    try:
+        rel = os.path.relpath(absolute, base)
+    except ValueError:
+        return absolute
+    return absolute if rel.startswith("..") else rel
+
+
+def emit(report, fmt: str, options: ReportOptions) -> str:
+    """Render a report in one of the formats: text, json, sarif."""
+    if fmt == "json":
+        from xferlint.reporters.json import emit as emit_json
+
+        return emit_json(report, options)
+    if fmt == "sarif":
+        from xferlint.reporters.sarif import emit as emit_sarif
+
+        return emit_sarif(report, options)
+    from xferlint.reporters.text import emit as emit_text
+
+    return emit_text(report, options)

@@ -1,0 +1,57 @@
+"""Text output in ruff's concise style: `path:line:col: XF001 [*] message`, then a summary.
+
+A finding without a source location is shown at `input:method:node`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from xferlint.reporters import ReportOptions, display_path
+from xferlint.rules.base import format_bytes
+
+
+def _where(finding, options: ReportOptions) -> str:
+    loc = finding.location
+    if loc is not None:
+        return f"{display_path(loc.file, options.project_root)}:{loc.line}:{loc.column}"
+    node = finding.nodes[0] if finding.nodes else "?"
+    return f"{finding.input}:{finding.method}:{node}"
+
+
+def _line(finding, options: ReportOptions) -> str:
+    mark = " [*]" if finding.fixable else ""
+    return f"{_where(finding, options)}: {finding.code}{mark} {finding.message}"
+
+
+def _statistics(report) -> list[str]:
+    counts = Counter(f.code for f in report.findings)
+    names = {f.code: f.name for f in report.findings}
+    fixable = {f.code for f in report.findings if f.fixable}
+    width = max((len(str(n)) for n in counts.values()), default=1)
+    return [
+        f"{counts[code]:>{width}}\t{code}\t{'[*] ' if code in fixable else ''}{names[code]}"
+        for code in sorted(counts)
+    ]
+
+
+def _summary(report, options: ReportOptions) -> list[str]:
+    s = report.summary
+    if s.findings == 0:
+        lines = ["All checks passed!" if s.errors == 0 else "No findings."]
+    else:
+        per_code = ", ".join(f"{n} {code}" for code, n in s.by_code.items())
+        noun = "finding" if s.findings == 1 else "findings"
+        lines = [f"Found {s.findings} {noun} ({per_code}) in {s.programs} program{'s' if s.programs != 1 else ''}."]
+        if s.bytes_flagged:
+            lines.append(f"Flagged transfers move {format_bytes(s.bytes_flagged)} per call.")
+        if s.fixable:
+            lines.append(f"[*] {s.fixable} fixable with `{options.fix_hint}`.")
+    if s.errors:
+        lines.append(f"{s.errors} input{'s' if s.errors != 1 else ''} could not be linted (errors on stderr).")
+    return lines
+
+
+def emit(report, options: ReportOptions) -> str:
+    body = _statistics(report) if options.statistics else [_line(f, options) for f in report.findings]
+    return "\n".join(body + _summary(report, options)) + "\n"
