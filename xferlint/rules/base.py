@@ -75,6 +75,14 @@ class RuleContext:
     def _first_located(nodes: Iterable[Node]) -> Optional[SourceLocation]:
         return next((n.location for n in nodes if n.location is not None), None)
 
+    def describe(self, node: Node) -> str:
+        """`name (line 23: `code`)` when the node can be located, else `name`."""
+        loc = self.locate(node)
+        if loc is None:
+            return f"`{node.name}`"
+        code = f": `{loc.code}`" if loc.code else ""
+        return f"`{node.name}` (line {loc.line}{code})"
+
     def step(self, node: Node, role: str) -> Step:
         return Step(
             node=node.name,

@@ -58,7 +58,7 @@ class CrossDeviceStaging(Rule):
                 continue
             nbytes = ctx.facts.nbytes(trip.value)
             consumer = trip.consumers[0] if trip.consumers else None
-            target = f" for {tick(consumer.name)}" if consumer else ""
+            target = f" for {ctx.describe(consumer)}" if consumer else ""
             message = (
                 f"{tick(trip.value)} moves from {trip.source} to {trip.target} through host memory"
                 f"{target}: {tick(trip.d2h.name)} copies {format_bytes(nbytes)} to host and "

@@ -74,7 +74,7 @@ class RedundantRoundTrip(Rule):
                 if other_readers or ctx.facts.is_output(trip.d2h.output)
                 else f"{tick(trip.d2h.name)} is then dead too"
             )
-            target = f" for {tick(consumer.name)}" if consumer else ""
+            target = f" for {ctx.describe(consumer)}" if consumer else ""
             message = (
                 f"{tick(trip.value)} already lives on {trip.source}, but {tick(trip.d2h.name)} copies it "
                 f"to host and {tick(trip.h2d.name)} copies it straight back to {trip.target}{target}: "
