@@ -25,7 +25,9 @@ class Device:
     index: int = 0
 
     def __str__(self) -> str:
-        return "cpu" if self.is_host else f"{self.type}:{self.index}"
+        # The host prints as plain `cpu`; any other index must show, or two different
+        # lattice values would read the same in a message.
+        return "cpu" if self.is_host and self.index == 0 else f"{self.type}:{self.index}"
 
     @property
     def is_host(self) -> bool:
