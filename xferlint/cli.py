@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import warnings
 from typing import Optional, Sequence
@@ -59,6 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("-o", "--output", metavar="FILE", help="Write the report to FILE (atomically)")
     check.add_argument("--exit-zero", action="store_true", default=None, help="Exit 0 even when there are findings")
     check.add_argument("--statistics", action="store_true", default=None, help="Show counts per rule")
+    check.add_argument("--only-programs", action="store_true",
+                       help="Skip inputs that are no program (a .py file without a top-level `program`, an "
+                            "unknown suffix) instead of failing on them: for pre-commit, which passes every changed file")
     _add_common(check)
 
     rule = sub.add_parser("rule", help="Explain a rule (or every rule with --all)")
@@ -103,6 +107,18 @@ def _write(text: str, output: Optional[str]) -> None:
         sys.stdout.flush()
 
 
+def _is_program_input(path: str) -> bool:
+    """For --only-programs: a directory, a program file, or a .py file that defines one."""
+    from xferlint.frontends.entrypoints import PROGRAM_SUFFIXES, defines_program
+
+    if os.path.isdir(path) or path.endswith(PROGRAM_SUFFIXES):
+        return True
+    base, _, attr = path.rpartition(":")
+    if base.endswith(".py") and attr.isidentifier():
+        return True  # an attribute named on purpose
+    return path.endswith(".py") and os.path.isfile(path) and defines_program(path)
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     from xferlint.api import check_paths
     from xferlint.reporters import ReportOptions, emit
@@ -110,11 +126,13 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     rules = select_rules(settings.select, settings.ignore, settings.extend_select)
-    run = check_paths(args.paths, rules, strict=settings.strict)
+    paths = [p for p in args.paths if _is_program_input(p)] if args.only_programs else args.paths
+    run = check_paths(paths, rules, strict=settings.strict)
     report = run.report()
     for error in report.errors:
         print(f"error: {error.message}", file=sys.stderr)
-    options = ReportOptions(statistics=settings.statistics, project_root=settings.project_root)
+    options = ReportOptions(statistics=settings.statistics, project_root=settings.project_root,
+                            rules=tuple(type(rule) for rule in rules))
     _write(emit(report, settings.format, options), settings.output)
     if report.errors:
         return EXIT_ERROR

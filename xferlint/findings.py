@@ -63,6 +63,9 @@ class Finding(_Frozen):
     devices: list[str] = Field(description="Device of each node along the path")
     bytes: Optional[int] = Field(description="Bytes of the transferred tensor per call; null when symbolic")
     location: Optional[Location] = Field(description="Model source line, when the program has one")
+    file: Optional[str] = Field(
+        default=None, description="The input file the program was read from (.py entry point, .pte), absolute"
+    )
     fixable: bool
     fix_applicability: Optional[Applicability] = None
     steps: list[Step] = Field(default_factory=list)

@@ -13,6 +13,8 @@ class ReportOptions:
     statistics: bool = False
     project_root: Optional[str] = None  # paths are shown relative to it (default: cwd)
     fix_hint: str = "xferlint fix"
+    # The enabled rule classes (SARIF lists every one, findings or not); empty: every rule.
+    rules: tuple = ()
 
 
 def display_path(path: str, root: Optional[str] = None) -> str:

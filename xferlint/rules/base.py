@@ -10,6 +10,7 @@ only the view and the DeviceFacts; they never touch native graphs. Each rule car
 from __future__ import annotations
 
 import importlib
+import os
 import pkgutil
 import re
 from dataclasses import dataclass
@@ -117,6 +118,7 @@ class RuleContext:
             devices=[s.device or "unknown" for s in steps],
             bytes=nbytes,
             location=_location(location),
+            file=os.path.abspath(self.program.file) if self.program.file else None,
             fixable=rule.fix_applicability is not None,
             fix_applicability=rule.fix_applicability,
             steps=steps,
@@ -151,6 +153,8 @@ class Rule:
     severity: ClassVar[Severity] = Severity.WARNING
     fix_applicability: ClassVar[Optional[Applicability]] = None
     examples: ClassVar[tuple[Example, ...]] = ()
+    tags: ClassVar[tuple[str, ...]] = ()  # extra tags; the category tags are derived (all_tags)
+    precision: ClassVar[str] = "very-high"  # how often a finding is real: very-high, high, medium, low
 
     def check(self, ctx: RuleContext) -> Iterable[Finding]:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -161,6 +165,12 @@ class Rule:
         import inspect
 
         return inspect.cleandoc(cls.__doc__ or "")
+
+    @classmethod
+    def all_tags(cls) -> tuple[str, ...]:
+        """Tags for code scanning and docs: the category (from the severity), the topic and `tags`."""
+        category = "correctness" if cls.severity == Severity.ERROR else "performance"
+        return tuple(sorted({category, "device-transfer", *cls.tags}))
 
     @classmethod
     def summary(cls) -> str:
