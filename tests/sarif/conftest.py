@@ -9,10 +9,10 @@ the module cache makes every later run in this session reuse the one lowering.
 from __future__ import annotations
 
 import json
-import os
 import textwrap
 from dataclasses import dataclass
 from typing import Optional, Sequence
+
 import jsonschema
 import pytest
 from sarif_helpers import check_github_limits
@@ -216,3 +216,9 @@ def _output(argv: Sequence[str]) -> str:
         if flag in args:
             return args[args.index(flag) + 1]
     raise AssertionError("nothing on stdout and no -o")
+
+
+@pytest.fixture(scope="session")
+def schema_validate(sarif_validator):
+    """`schema_validate(doc)`: the schema errors of a SARIF document, as messages."""
+    return lambda doc: [e.message for e in sarif_validator.iter_errors(doc)]

@@ -1,0 +1,57 @@
+"""The serializer keeps every field we set, including values equal to a schema default,
+and writes nothing we did not set."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from sarif_om import Message, ReportingConfiguration, Result, Run, SarifLog, Tool, ToolComponent
+
+from xferlint.reporters.sarif_serialize import dumps, new, to_dict
+
+
+def test_explicit_defaults_survive():
+    result = new(Result, message=new(Message, text="x"), level="warning", rule_id="XF001")
+    assert to_dict(result) == {"message": {"text": "x"}, "level": "warning", "ruleId": "XF001"}
+    config = new(ReportingConfiguration, level="warning", enabled=True)
+    assert to_dict(config) == {"enabled": True, "level": "warning"}
+
+
+def test_unset_defaults_are_not_written():
+    # Result.kind/rank/ruleIndex and Run.language/newlineSequences have attrs defaults
+    run = new(Run, tool=new(Tool, driver=new(ToolComponent, name="xferlint")),
+              results=[new(Result, message=new(Message, text="x"))])
+    assert to_dict(run) == {"tool": {"driver": {"name": "xferlint"}}, "results": [{"message": {"text": "x"}}]}
+
+
+def test_objects_built_directly_keep_every_value():
+    # No record of what was set: write all non-None values rather than guess.
+    data = to_dict(Result(message=Message(text="x"), level="warning"))
+    assert data["level"] == "warning" and data["kind"] == "fail" and data["ruleIndex"] == -1
+
+
+def test_dicts_lists_and_schema_names():
+    log = new(SarifLog, version="2.1.0", schema_uri="https://json.schemastore.org/sarif-2.1.0.json",
+              runs=[new(Run, tool=new(Tool, driver=new(ToolComponent, name="t")),
+                        original_uri_base_ids={"%SRCROOT%": {"uri": "file:///r/"}}, results=[])])
+    text = dumps(log)
+    assert text.startswith('{\n  "$schema": "https://json.schemastore.org/sarif-2.1.0.json",\n  "version": "2.1.0",')
+    assert text.endswith("}\n")
+    assert json.loads(text)["runs"][0]["originalUriBaseIds"] == {"%SRCROOT%": {"uri": "file:///r/"}}
+
+
+def test_unknown_values_are_refused():
+    with pytest.raises(TypeError, match="cannot serialize a set"):
+        to_dict(new(Message, text="x", arguments={"a"}))
+
+
+def test_schema_rejects_what_github_would_misread(schema_validate):
+    """The validator is live: a result level outside the enum fails."""
+    log = {"version": "2.1.0", "runs": [{"tool": {"driver": {"name": "t"}},
+                                         "results": [{"message": {"text": "x"}, "level": "warn"}]}]}
+    assert schema_validate(log)
+    log["runs"][0]["results"][0]["level"] = "warning"
+    assert schema_validate(log) == []
+    log["runs"][0]["tool"]["driver"]["informationUri"] = "not a uri"
+    assert schema_validate(log)
