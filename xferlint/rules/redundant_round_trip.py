@@ -69,11 +69,13 @@ class RedundantRoundTrip(Rule):
                 continue
             consumer = trip.consumers[0] if trip.consumers else None
             other_readers = [r for r in ctx.facts.readers(trip.d2h.output) if r is not trip.h2d]
-            d2h_fate = (
-                f"{tick(trip.d2h.name)} stays: it also feeds host code ({tick(other_readers[0].name)})"
-                if other_readers or ctx.facts.is_output(trip.d2h.output)
-                else f"{tick(trip.d2h.name)} is then dead too"
-            )
+            if other_readers:
+                d2h_fate = f"{tick(trip.d2h.name)} stays: it also feeds host code ({tick(other_readers[0].name)})"
+            elif ctx.facts.is_output(trip.d2h.output):
+                # Read by nothing else, but returned by the method: it must stay.
+                d2h_fate = f"{tick(trip.d2h.name)} stays: it is also a method output"
+            else:
+                d2h_fate = f"{tick(trip.d2h.name)} is then dead too"
             target = f" for {ctx.describe(consumer)}" if consumer else ""
             message = (
                 f"{tick(trip.value)} already lives on {trip.source}, but {tick(trip.d2h.name)} copies it "
