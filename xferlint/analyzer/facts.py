@@ -5,13 +5,18 @@
 - `is_live(value)`: whether anything that matters (a method output, a delegate call, an
   in-place write, an unmodelled op) ever reads it, transitively;
 - `nbytes(value)`: bytes moved when the value is copied, None when the shape is symbolic.
+
+When the method has a CFG (`.pte` instructions over mutable slots), liveness is computed
+over it instead (`analyzer/cfg.py`): a write is live only if it reaches, on some path
+before being overwritten, a read by a node that matters; `reaching_writers(node, value)`
+names the writes a particular read can see.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Optional
 
 from xferlint.analyzer.lattice import UNREACHED, LatticeValue
 from xferlint.analyzer.solver import solve
@@ -29,6 +34,7 @@ class DeviceFacts:
     _readers: dict[str, list[Node]] = field(default_factory=dict, repr=False)
     _live: set[str] = field(default_factory=set, repr=False)
     _outputs: frozenset[str] = frozenset()
+    _flow: Optional[Any] = field(default=None, repr=False)  # cfg.FlowFacts when the method has a CFG
 
     @classmethod
     def compute(cls, method: MethodView) -> "DeviceFacts":
@@ -39,7 +45,13 @@ class DeviceFacts:
             for vid in node.inputs:
                 facts._readers.setdefault(vid, []).append(node)
         facts._outputs = frozenset(v for v in method.outputs if v is not None)
-        facts._live = facts._liveness()
+        if method.cfg is not None:
+            from xferlint.analyzer.cfg import FlowFacts
+
+            facts._flow = FlowFacts.compute(method, method.cfg)
+            facts._live = set(facts._flow.live_values)
+        else:
+            facts._live = facts._liveness()
         return facts
 
     def device(self, vid: Optional[str]) -> LatticeValue:
@@ -55,6 +67,22 @@ class DeviceFacts:
         """The unique node that writes `vid`, or None when there are none or several."""
         writers = self.writers(vid)
         return writers[0] if len(writers) == 1 else None
+
+    def reaching_writers(self, node: Node, vid: str) -> list[Node]:
+        """The writers of `vid` whose write `node`'s read of it can see (every writer when
+        the method has no CFG: SSA values have one)."""
+        if self._flow is None:
+            return self.writers(vid)
+        return [self.method.nodes[i] for i in sorted(self._flow.reaching(node.index, vid)) if i >= 0]
+
+    def is_useful(self, node: Node) -> bool:
+        """Whether the node matters: it has an effect, or something that matters reads what
+        it writes (only over a CFG; without one, whether any of its results is live)."""
+        if self._flow is not None:
+            return node.index in self._flow.useful
+        return node.mutates or node.kind in _EFFECTFUL or any(
+            self.is_live(v) or self.is_output(v) for v in node.outputs
+        )
 
     def readers(self, vid: Optional[str]) -> list[Node]:
         return self._readers.get(vid, []) if vid is not None else []

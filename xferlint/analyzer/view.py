@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Mapping, Optional
+from typing import TYPE_CHECKING, Mapping, Optional
 
 from xferlint.analyzer.lattice import Device
+
+if TYPE_CHECKING:  # the CFG is optional; graph frontends never build one
+    from xferlint.analyzer.cfg import ControlFlowGraph
 
 
 class OpKind(str, enum.Enum):
@@ -64,6 +67,15 @@ class TensorMeta:
 
 
 @dataclass(frozen=True)
+class Placement:
+    """Where a memory plan puts a tensor (`.pte` `allocation_info`): buffer, offset, bytes."""
+
+    buffer: int
+    offset: int
+    nbytes: Optional[int]
+
+
+@dataclass(frozen=True)
 class Value:
     """A value of the program: a tensor, a tuple element, a scalar."""
 
@@ -71,6 +83,13 @@ class Value:
     tensor: Optional[TensorMeta] = None  # None for non-tensor values (ints, tuples)
     declared_device: Optional[Device] = None  # TensorSpec.device / FakeTensor device
     constant_name: Optional[str] = None  # parameter / buffer / constant name
+    # The device the program's metadata tags the value with (TensorSpec.device), set only where
+    # it differs from `declared_device`, the device the value really starts on: a method input
+    # or constant that ExecuTorch tagged for a device but planned in host memory (legacy
+    # enable_non_cpu_memory_planning=False). XF007 reports the disagreement.
+    spec_device: Optional[Device] = None
+    mutable: bool = False  # a buffer the program writes (its bytes change between calls)
+    placement: Optional[Placement] = None  # planned memory, when the frontend knows it (.pte)
 
 
 @dataclass(frozen=True)
@@ -112,6 +131,12 @@ class MethodView:
     values: Mapping[str, Value]
     inputs: tuple[str, ...] = ()
     outputs: tuple[Optional[str], ...] = ()
+    # Control flow as edges between nodes (`.pte` jumps). None: the nodes are straight-line
+    # SSA with control flow inlined as MOVE nodes (graph frontends), as described above.
+    cfg: Optional["ControlFlowGraph"] = field(default=None, compare=False, repr=False)
+    # The device of each planned buffer, by buffer index (`.pte` non_const_buffer_device);
+    # empty when the frontend has no memory plan.
+    buffer_devices: tuple[Device, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -124,3 +149,6 @@ class ProgramView:
     methods: tuple[MethodView, ...] = ()
     file: Optional[str] = None  # the file the program was read from, when there is one
     notes: tuple[str, ...] = field(default=())  # what the frontend did (materialized copies)
+    # A per-call transfer budget for every method of this program (bytes), declared by whoever
+    # built the view; overrides `--max-transfer-bytes` for this program (XF009).
+    max_transfer_bytes: Optional[int] = None

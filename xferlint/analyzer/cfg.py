@@ -1,0 +1,331 @@
+"""The control-flow graph of a method whose nodes are instructions (a `.pte` chain).
+
+Graph frontends give straight-line SSA (control flow inlined with MOVE nodes) and need no
+CFG. A `.pte` method is a list of instructions over mutable EValue slots: `JumpFalseCall`
+branches (a `cond` is a forward jump over the true branch and an unconditional jump over
+the false one; `map` / `scan` are loops closed by a backward jump), and a slot can be
+written more than once (a `cond` result by a MOVE in each branch, a loop counter on every
+iteration). The CFG carries those edges; on top of it this module answers the questions
+the value-level solver cannot:
+
+- reaching definitions: which writes of a slot a read can see (`FlowFacts.reaching`);
+- liveness as usefulness: a node is useful if it has an effect of its own (a delegate
+  call, a jump, an in-place write, an unmodelled op) or one of its writes reaches a read
+  by a useful node, or reaches the method's return as an output (`FlowFacts.useful`).
+  Loops are solved to a fixed point, so a value read on the next iteration is live;
+- structure: basic blocks, the nodes inside loops, the nodes that some entry-to-exit path
+  avoids (branch bodies), and whether a node can be reached at all.
+
+Nodes are numbered as in `MethodView.nodes`; the entry is node 0 and `exits` are the nodes
+after which the method may return.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING, Iterable, Optional
+
+if TYPE_CHECKING:
+    from xferlint.analyzer.view import MethodView
+
+ENTRY = -1  # the definition a slot holds on entry (an input, a constant, its initial value)
+
+
+@dataclass(frozen=True)
+class ControlFlowGraph:
+    """Successor edges between the nodes of one method."""
+
+    successors: tuple[tuple[int, ...], ...]
+    exits: frozenset[int]
+
+    @classmethod
+    def straight_line(cls, count: int) -> "ControlFlowGraph":
+        succ = tuple((i + 1,) if i + 1 < count else () for i in range(count))
+        return cls(successors=succ, exits=frozenset({count - 1}) if count else frozenset())
+
+    def __len__(self) -> int:
+        return len(self.successors)
+
+    @cached_property
+    def predecessors(self) -> tuple[tuple[int, ...], ...]:
+        preds: list[list[int]] = [[] for _ in self.successors]
+        for i, succ in enumerate(self.successors):
+            for j in succ:
+                preds[j].append(i)
+        return tuple(tuple(p) for p in preds)
+
+    @cached_property
+    def reachable(self) -> frozenset[int]:
+        """Nodes some execution reaches from the entry."""
+        if not self.successors:
+            return frozenset()
+        seen = {0}
+        stack = [0]
+        while stack:
+            for j in self.successors[stack.pop()]:
+                if j not in seen:
+                    seen.add(j)
+                    stack.append(j)
+        return frozenset(seen)
+
+    # -- basic blocks -------------------------------------------------------------
+    @cached_property
+    def blocks(self) -> tuple[tuple[int, int], ...]:
+        """Maximal straight-line runs `(first, last)` of node indices, in node order."""
+        n = len(self.successors)
+        if n == 0:
+            return ()
+        leaders = {0}
+        for i, succ in enumerate(self.successors):
+            if succ != (i + 1,) or i in self.exits:
+                leaders.update(succ)
+                if i + 1 < n:
+                    leaders.add(i + 1)
+            for j in succ:
+                if j != i + 1:
+                    leaders.add(j)
+        for j, preds in enumerate(self.predecessors):
+            if len(preds) != 1 or (preds and preds[0] != j - 1):
+                leaders.add(j)
+        starts = sorted(leaders)
+        return tuple((s, (starts[k + 1] - 1) if k + 1 < len(starts) else n - 1) for k, s in enumerate(starts))
+
+    @cached_property
+    def block_of(self) -> tuple[int, ...]:
+        owner = [0] * len(self.successors)
+        for b, (first, last) in enumerate(self.blocks):
+            for i in range(first, last + 1):
+                owner[i] = b
+        return tuple(owner)
+
+    @cached_property
+    def block_successors(self) -> tuple[tuple[int, ...], ...]:
+        owner = self.block_of
+        return tuple(tuple(sorted({owner[j] for j in self.successors[last]})) for _, last in self.blocks)
+
+    @cached_property
+    def block_predecessors(self) -> tuple[tuple[int, ...], ...]:
+        preds: list[list[int]] = [[] for _ in self.blocks]
+        for b, succ in enumerate(self.block_successors):
+            for c in succ:
+                preds[c].append(b)
+        return tuple(tuple(p) for p in preds)
+
+    # -- structure ---------------------------------------------------------------------
+    @cached_property
+    def loop_nodes(self) -> frozenset[int]:
+        """Nodes on a cycle (the bodies of `map` / `scan` loops and their loop control)."""
+        loops: set[int] = set()
+        for component in _strongly_connected(self.block_successors):
+            if len(component) > 1 or component[0] in self.block_successors[component[0]]:
+                for b in component:
+                    first, last = self.blocks[b]
+                    loops.update(range(first, last + 1))
+        return frozenset(loops)
+
+    @cached_property
+    def conditional_nodes(self) -> frozenset[int]:
+        """Reachable nodes that some path from the entry to an exit avoids (branch bodies)."""
+        if not self.blocks:
+            return frozenset()
+        exit_blocks = {self.block_of[i] for i in self.exits}
+        avoidable: set[int] = set()
+        reachable_blocks = _reach(0, self.block_successors, None)
+        if not exit_blocks & reachable_blocks:
+            return frozenset()
+        for b in reachable_blocks:
+            if b == 0:
+                continue
+            if _reach(0, self.block_successors, b) & exit_blocks:
+                first, last = self.blocks[b]
+                avoidable.update(range(first, last + 1))
+        return frozenset(avoidable)
+
+    def in_control_flow(self, node: int) -> bool:
+        """True for a node inside a loop body or a branch (not run exactly once per call)."""
+        return node in self.loop_nodes or node in self.conditional_nodes
+
+
+def _reach(start: int, successors: tuple[tuple[int, ...], ...], removed: Optional[int]) -> set[int]:
+    if start == removed:
+        return set()
+    seen = {start}
+    stack = [start]
+    while stack:
+        for j in successors[stack.pop()]:
+            if j != removed and j not in seen:
+                seen.add(j)
+                stack.append(j)
+    return seen
+
+
+def _strongly_connected(successors: tuple[tuple[int, ...], ...]) -> list[list[int]]:
+    """Tarjan's algorithm, iterative (deep programs must not hit the recursion limit)."""
+    index: dict[int, int] = {}
+    low: dict[int, int] = {}
+    on_stack: set[int] = set()
+    stack: list[int] = []
+    components: list[list[int]] = []
+    counter = 0
+    for root in range(len(successors)):
+        if root in index:
+            continue
+        work = [(root, 0)]
+        while work:
+            v, edge = work.pop()
+            if edge == 0:
+                index[v] = low[v] = counter
+                counter += 1
+                stack.append(v)
+                on_stack.add(v)
+            succ = successors[v]
+            if edge < len(succ):
+                work.append((v, edge + 1))
+                w = succ[edge]
+                if w not in index:
+                    work.append((w, 0))
+                elif w in on_stack:
+                    low[v] = min(low[v], index[w])
+                continue
+            if low[v] == index[v]:
+                component = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    component.append(w)
+                    if w == v:
+                        break
+                components.append(component)
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[v])
+    return components
+
+
+# --------------------------------------------------------------------------- dataflow
+
+_EFFECT_KINDS = frozenset({"delegate", "unknown", "control"})
+
+
+@dataclass
+class FlowFacts:
+    """Reaching definitions and usefulness of one method over its CFG."""
+
+    reaching_at: dict[tuple[int, str], frozenset[int]]  # (reader node, value) -> writer nodes / ENTRY
+    at_exit: dict[str, frozenset[int]]  # value -> writers whose value the method can return
+    useful: frozenset[int]  # node indices
+    live_values: frozenset[str]
+
+    def reaching(self, node: int, vid: str) -> frozenset[int]:
+        return self.reaching_at.get((node, vid), frozenset({ENTRY}))
+
+    @classmethod
+    def compute(cls, method: "MethodView", cfg: ControlFlowGraph,
+                effectful: Optional[Iterable[int]] = None) -> "FlowFacts":
+        nodes = method.nodes
+        if len(cfg) != len(nodes):
+            raise ValueError(f"CFG has {len(cfg)} nodes, the method {len(nodes)}")
+        reaching_at, at_exit = _reaching_definitions(method, cfg)
+        roots = set(effectful) if effectful is not None else {
+            n.index for n in nodes if n.kind.value in _EFFECT_KINDS or n.mutates
+        }
+        roots &= cfg.reachable
+        useful: set[int] = set()
+        work: list[int] = []
+
+        def mark(defs: Iterable[int]) -> None:
+            for d in defs:
+                if d != ENTRY and d not in useful:
+                    useful.add(d)
+                    work.append(d)
+
+        mark(roots)
+        live: set[str] = set()
+        for vid in method.outputs:
+            if vid is not None:
+                live.add(vid)
+                mark(at_exit.get(vid, frozenset({ENTRY})))
+        while work:
+            u = work.pop()
+            for vid in nodes[u].inputs:
+                live.add(vid)
+                mark(reaching_at.get((u, vid), frozenset({ENTRY})))
+        for u in useful:
+            live.update(nodes[u].outputs)
+        return cls(reaching_at=reaching_at, at_exit=at_exit, useful=frozenset(useful), live_values=frozenset(live))
+
+
+def _reaching_definitions(method: "MethodView", cfg: ControlFlowGraph):
+    """Per read, the writes that reach it; per value, the writes that reach the exit.
+
+    States map a value to the set of nodes whose write of it may be current; a value absent
+    from a state holds what it held on entry (ENTRY). Only blocks are iterated, so a
+    straight-line method is one linear pass.
+    """
+    nodes = method.nodes
+    blocks = cfg.blocks
+    reachable_blocks = {cfg.block_of[i] for i in cfg.reachable}
+    gen: list[dict[str, frozenset[int]]] = []
+    for first, last in blocks:
+        g: dict[str, frozenset[int]] = {}
+        for i in range(first, last + 1):
+            for vid in nodes[i].outputs:
+                g[vid] = frozenset((i,))
+        gen.append(g)
+    entry_set = frozenset({ENTRY})
+    out: list[Optional[dict[str, frozenset[int]]]] = [None] * len(blocks)
+    preds = cfg.block_predecessors
+
+    def block_in(b: int) -> dict[str, frozenset[int]]:
+        sources = [out[p] for p in preds[b] if out[p] is not None]
+        if b == 0:
+            sources.append({})
+        if not sources:
+            return {}
+        if len(sources) == 1:
+            return dict(sources[0])  # type: ignore[arg-type]
+        keys: set[str] = set()
+        for s in sources:
+            keys.update(s)  # type: ignore[arg-type]
+        merged = {}
+        for key in keys:
+            acc: frozenset[int] = frozenset()
+            for s in sources:
+                acc |= s.get(key, entry_set)  # type: ignore[union-attr]
+            merged[key] = acc
+        return merged
+
+    work = [b for b in range(len(blocks)) if b in reachable_blocks]
+    queued = set(work)
+    while work:
+        b = work.pop(0)
+        queued.discard(b)
+        state = block_in(b)
+        state.update(gen[b])
+        if state != out[b]:
+            out[b] = state
+            for c in cfg.block_successors[b]:
+                if c not in queued and c in reachable_blocks:
+                    queued.add(c)
+                    work.append(c)
+
+    reaching_at: dict[tuple[int, str], frozenset[int]] = {}
+    for b, (first, last) in enumerate(blocks):
+        if b not in reachable_blocks:
+            continue
+        state = block_in(b)
+        for i in range(first, last + 1):
+            node = nodes[i]
+            for vid in node.inputs:
+                reaching_at[(i, vid)] = state.get(vid, entry_set)
+            for vid in node.outputs:
+                state[vid] = frozenset((i,))
+    at_exit: dict[str, frozenset[int]] = {}
+    for i in cfg.exits:
+        b = cfg.block_of[i]
+        state = out[b] if out[b] is not None else {}
+        for vid in method.outputs:
+            if vid is not None:
+                at_exit[vid] = at_exit.get(vid, frozenset()) | state.get(vid, entry_set)
+    return reaching_at, at_exit

@@ -1,0 +1,468 @@
+"""`.pte` frontend: a serialized ExecuTorch program -> ProgramView, without torch.
+
+Reads the flatbuffer with ExecuTorch's generated reader (`xferlint.pte.program`) and
+builds, per execution plan (every method), the same frontend-neutral view the graph
+frontend builds, plus a CFG over the instructions:
+
+- values: one per EValue slot, `v12`; tensors carry sizes, dtype, bytes, their declared
+  device (`extra_tensor_info`, cpu when absent) and their planned memory
+  (`allocation_info`), and the method carries each planned buffer's device
+  (`non_const_buffer_device`);
+- nodes: first one INPUT node per method input and one CONSTANT node per constant tensor
+  (they run before the first instruction), then one node per instruction of each chain:
+  `KernelCall` (H2D / D2H / alias / compute), `DelegateCall` (with the delegate's backend
+  and compile specs; `target_device` gives its device), `MoveCall` (MOVE),
+  `JumpFalseCall` (CONTROL, reads its condition) and `FreeCall`;
+- a kernel's operands and results come from the out-variant calling convention the
+  emitter uses: schema arguments in order, then the results again (a single out tensor
+  appears twice; several outs are followed by a tensor list of them);
+- a delegate call's arguments are its inputs then its outputs, with no count in the file:
+  the outputs are the trailing tensors that nothing wrote or read before the call and that
+  are neither method inputs nor constants (the emitter creates them for the call);
+- the CFG: fall-through, chain to chain, and both edges of each `JumpFalseCall` (only one
+  when the condition is a Bool constant no instruction writes, as in the jump that ends a
+  `cond`'s true branch).
+
+Node names read `instr 12 (aten::cos.out)` (`chain 1 instr 3 (...)` when a method has
+several chains), so findings locate as `model.pte:forward:instr 12 (aten::cos.out)`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Optional
+
+from xferlint.analyzer.cfg import ControlFlowGraph
+from xferlint.analyzer.lattice import Device
+from xferlint.analyzer.view import (
+    DelegateInfo,
+    MethodView,
+    Node,
+    OpKind,
+    Placement,
+    ProgramView,
+    SourceLocation,
+    TensorMeta,
+    Value,
+)
+from xferlint.errors import InputError
+from xferlint.frontends import LoadedProgram
+from xferlint.pte import program as pp
+from xferlint.pte.container import PteFormatError
+
+H2D_OP = "et_copy::_h2d_copy"
+D2H_OP = "et_copy::_d2h_copy"
+TARGET_DEVICE_KEY = "target_device"
+_ALIAS_OPS = frozenset({"executorch_prim::et_view", "aten::alias"})
+_COPY_INDEX_OP = "executorch_prim::et_copy_index"
+MAX_FILE_BYTES = 1 << 34  # 16 GiB: a larger "program" is not one xferlint can read whole
+
+
+def value_id(index: int) -> str:
+    return f"v{index}"
+
+
+def operator_name(name: str, overload: str) -> str:
+    """`aten::cos.out` (as the runtime spells it; `aten::sym_size.int`, `foo::bar`)."""
+    return f"{name}.{overload}" if overload else name
+
+
+def target_name(name: str, overload: str) -> str:
+    """The graph frontend's spelling: `aten.cos.out`, `et_copy._h2d_copy.out`."""
+    return f"{name.replace('::', '.')}.{overload or 'default'}"
+
+
+def device_of(device_type: int, device_index: int) -> Device:
+    return Device(pp.DEVICE_NAMES.get(device_type, f"device{device_type}"), device_index)
+
+
+@dataclass(frozen=True)
+class PteMethodMap:
+    """How one method's view nodes map back to the program's instructions."""
+
+    plan_index: int
+    instr_of_node: dict[int, tuple[int, int]]  # node index -> (chain, instruction)
+    node_of_instr: dict[tuple[int, int], int]
+    first_instruction_node: int
+
+
+@dataclass(frozen=True)
+class PteNative:
+    """The native side of a `.pte` view: the decoded program and the node map, for fixes
+    and the debug-handle map (rules never see it)."""
+
+    path: Optional[str]
+    data: bytes = field(repr=False)
+    program: pp.PteProgram = field(repr=False)
+    methods: dict[str, PteMethodMap] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------- kernels
+
+
+def kernel_io(plan: pp.Plan, name: str, args: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(operands, results) of a KernelCall from its argument list (see module docstring)."""
+    values = plan.values
+    if not args:
+        return (), ()
+    if name == _COPY_INDEX_OP and len(args) >= 2:  # copy_index(stacked, slice, index)
+        return (args[1],), (args[0],)
+    last = args[-1]
+    if len(args) >= 2 and args[-2] == last:
+        return args[:-2], (last,)
+    last_value = values[last]
+    if last_value.kind == pp.TENSOR_LIST and last_value.items:
+        items = last_value.items
+        k = len(items)
+        if len(args) >= k + 1 and tuple(args[-1 - k : -1]) == items:
+            return args[: -1 - k], items + (last,)
+        if len(args) >= 2:
+            previous = values[args[-2]]
+            if previous.kind == pp.TENSOR_LIST and previous.items == items:
+                return args[:-2], items + (args[-2], last)
+    return args[:-1], (last,)
+
+
+def _expand_lists(plan: pp.Plan, operands: tuple[int, ...]) -> tuple[int, ...]:
+    """Operands with (optional) tensor lists expanded to their items, in order."""
+    out: list[int] = []
+    for a in operands:
+        ev = plan.values[a]
+        out.append(a)
+        if ev.kind in (pp.TENSOR_LIST, pp.OPT_TENSOR_LIST):
+            out.extend(i for i in ev.items if i >= 0)
+    return tuple(out)
+
+
+def delegate_io(plan: pp.Plan, args: tuple[int, ...], seen: set[int], fixed: set[int]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Split a DelegateCall's arguments into inputs and outputs (see module docstring)."""
+    k = len(args)
+    while k > 0:
+        a = args[k - 1]
+        ev = plan.values[a]
+        if ev.kind != pp.TENSOR or a in seen or a in fixed or a in args[: k - 1]:
+            break
+        k -= 1
+    if k == len(args) and args:
+        # Nothing fresh at the end (the outputs were written before, e.g. a loop body run
+        # again or a program rewritten by hand): the last argument is the output.
+        k = len(args) - 1
+    return args[:k], args[k:]
+
+
+# --------------------------------------------------------------------------- builder
+
+
+class _MethodBuilder:
+    def __init__(self, plan: pp.Plan, plan_index: int) -> None:
+        self.plan = plan
+        self.plan_index = plan_index
+        self.nodes: list[Node] = []
+        self.instr_of_node: dict[int, tuple[int, int]] = {}
+        self.buffer_devices = self._buffer_devices()
+        self.values = {value_id(i): self._value(i, ev) for i, ev in enumerate(plan.values)}
+
+    # values -----------------------------------------------------------------------
+    def _buffer_devices(self) -> tuple[Device, ...]:
+        devices = [Device("cpu", 0)] * len(self.plan.buffer_sizes)
+        for buffer_index, device_type, device_index in self.plan.buffer_devices:
+            devices[buffer_index] = device_of(device_type, device_index)
+        return tuple(devices)
+
+    def _value(self, index: int, ev: pp.EValueInfo) -> Value:
+        vid = value_id(index)
+        t = ev.tensor
+        if t is None:
+            return Value(id=vid)
+        shape: tuple[Optional[int], ...] = t.sizes
+        nbytes = t.nbytes if t.dynamism == 0 else None
+        if t.dynamism == 2:
+            shape = tuple(None for _ in t.sizes)
+        placement = Placement(buffer=t.memory_id, offset=t.memory_offset or 0, nbytes=t.nbytes) if t.planned else None
+        constant = None
+        if t.data_buffer_idx > 0 or t.external:
+            constant = t.fqn or f"constant {t.data_buffer_idx}"
+        return Value(
+            id=vid,
+            tensor=TensorMeta(shape=shape, dtype=t.dtype, nbytes=nbytes),
+            declared_device=device_of(t.device_type, t.device_index),
+            constant_name=constant,
+            placement=placement,
+        )
+
+    # nodes ------------------------------------------------------------------------
+    def add(self, **kwargs) -> Node:
+        node = Node(index=len(self.nodes), **kwargs)
+        self.nodes.append(node)
+        return node
+
+    def build(self) -> tuple[MethodView, PteMethodMap]:
+        plan = self.plan
+        for k, i in enumerate(plan.inputs):
+            self.add(name=f"input {k} ({value_id(i)})", kind=OpKind.INPUT, target="input", outputs=(value_id(i),))
+        for i, ev in enumerate(plan.values):
+            t = ev.tensor
+            if t is not None and (t.data_buffer_idx > 0 or t.external) and i not in plan.inputs:
+                label = f" ({t.fqn})" if t.fqn else ""
+                self.add(name=f"constant {value_id(i)}{label}", kind=OpKind.CONSTANT, target="constant",
+                         outputs=(value_id(i),))
+        first_instruction = len(self.nodes)
+        multi = len(plan.chains) > 1
+        fixed = set(plan.inputs) | {i for i, ev in enumerate(plan.values)
+                                    if ev.tensor is not None and (ev.tensor.data_buffer_idx > 0 or ev.tensor.external)}
+        seen: set[int] = set()
+        scopes = [_scopes(chain) for chain in plan.chains]
+        for c, chain in enumerate(plan.chains):
+            for k, ins in enumerate(chain.instructions):
+                prefix = f"chain {c} instr {k}" if multi else f"instr {k}"
+                location = _location(chain, k)
+                node = self._instruction(ins, prefix, location, scopes[c][k], seen, fixed)
+                self.instr_of_node[node.index] = (c, k)
+        cfg = self._cfg(first_instruction)
+        view = MethodView(
+            name=plan.name,
+            nodes=tuple(self.nodes),
+            values=self.values,
+            inputs=tuple(value_id(i) for i in plan.inputs),
+            outputs=tuple(value_id(i) for i in plan.outputs),
+            cfg=cfg,
+            buffer_devices=self.buffer_devices,
+        )
+        mapping = PteMethodMap(
+            plan_index=self.plan_index,
+            instr_of_node=dict(self.instr_of_node),
+            node_of_instr={v: k for k, v in self.instr_of_node.items()},
+            first_instruction_node=first_instruction,
+        )
+        return view, mapping
+
+    def _instruction(self, ins: pp.Instr, prefix: str, location, scope: str, seen: set[int], fixed: set[int]) -> Node:
+        plan = self.plan
+        if ins.kind == pp.KERNEL:
+            name, overload = plan.operators[ins.index]
+            operands, results = kernel_io(plan, name, ins.args)
+            seen.update(ins.args)
+            kind = OpKind.COMPUTE
+            device = None
+            if name == H2D_OP:
+                kind = OpKind.H2D
+                device = self._h2d_device(results)
+            elif name == D2H_OP:
+                kind = OpKind.D2H
+            elif name in _ALIAS_OPS:
+                kind = OpKind.ALIAS
+                operands = operands[:1]
+            elif name == _COPY_INDEX_OP:
+                kind = OpKind.MOVE
+            inputs = _expand_lists(plan, operands)
+            mutates = kind == OpKind.COMPUTE and any(r in operands for r in results)
+            return self.add(
+                name=f"{prefix} ({operator_name(name, overload)})", kind=kind, target=target_name(name, overload),
+                inputs=tuple(value_id(a) for a in inputs), outputs=tuple(value_id(r) for r in results),
+                device=device, location=location, scope=scope, mutates=mutates,
+            )
+        if ins.kind == pp.DELEGATE:
+            delegate = plan.delegates[ins.index]
+            operands, results = delegate_io(plan, ins.args, seen, fixed)
+            seen.update(ins.args)
+            specs, device = _compile_specs(delegate)
+            info = DelegateInfo(backend=delegate.id, compile_specs=specs, index=ins.index)
+            return self.add(
+                name=f"{prefix} (delegate {ins.index}: {delegate.id})", kind=OpKind.DELEGATE,
+                target="executorch_call_delegate",
+                inputs=tuple(value_id(a) for a in _expand_lists(plan, operands)),
+                outputs=tuple(value_id(r) for r in results), device=device, location=location,
+                delegate=info, scope=scope,
+            )
+        if ins.kind == pp.MOVE:
+            seen.update((ins.move_from, ins.move_to))
+            return self.add(
+                name=f"{prefix} (move {value_id(ins.move_from)} -> {value_id(ins.move_to)})", kind=OpKind.MOVE,
+                target="move", inputs=(value_id(ins.move_from),), outputs=(value_id(ins.move_to),),
+                location=location, scope=scope,
+            )
+        if ins.kind == pp.JUMP_FALSE:
+            seen.add(ins.cond)
+            return self.add(
+                name=f"{prefix} (jump_false {value_id(ins.cond)} -> {ins.destination})", kind=OpKind.CONTROL,
+                target="jump_false", inputs=(value_id(ins.cond),), location=location, scope=scope,
+            )
+        seen.add(ins.free)
+        return self.add(name=f"{prefix} (free {value_id(ins.free)})", kind=OpKind.COMPUTE, target="free",
+                        location=location, scope=scope)
+
+    def _h2d_device(self, results: tuple[int, ...]) -> Optional[Device]:
+        """The H2D's target: its output's declared device, else its planned buffer's."""
+        if not results:
+            return None
+        t = self.plan.values[results[0]].tensor
+        if t is None:
+            return None
+        declared = device_of(t.device_type, t.device_index)
+        if not declared.is_host:
+            return declared
+        if t.memory_id is not None and t.memory_id < len(self.buffer_devices):
+            buffer = self.buffer_devices[t.memory_id]
+            if not buffer.is_host:
+                return buffer
+        return None
+
+    # control flow -------------------------------------------------------------------
+    def _cfg(self, first_instruction: int) -> ControlFlowGraph:
+        plan = self.plan
+        n_nodes = len(self.nodes)
+        written = {int(v[1:]) for node in self.nodes[first_instruction:] for v in node.outputs}
+        succ: list[tuple[int, ...]] = []
+        exits: set[int] = set()
+        chain_starts: list[int] = []
+        base = first_instruction
+        for chain in plan.chains:
+            chain_starts.append(base)
+            base += len(chain.instructions)
+        # where control goes after the end of chain c: the next non-empty chain, or return
+        after_chain: list[Optional[int]] = []
+        for c in range(len(plan.chains)):
+            nxt = None
+            for d in range(c + 1, len(plan.chains)):
+                if plan.chains[d].instructions:
+                    nxt = chain_starts[d]
+                    break
+            after_chain.append(nxt)
+        first_real = next((chain_starts[c] for c, ch in enumerate(plan.chains) if ch.instructions), None)
+        for i in range(first_instruction):
+            nxt = i + 1 if i + 1 < first_instruction else first_real
+            succ.append((nxt,) if nxt is not None else ())
+            if nxt is None:
+                exits.add(i)
+        for c, chain in enumerate(plan.chains):
+            n = len(chain.instructions)
+            start = chain_starts[c]
+            for k, ins in enumerate(chain.instructions):
+                targets: list[Optional[int]] = []
+                fall = start + k + 1 if k + 1 < n else after_chain[c]
+                if ins.kind == pp.JUMP_FALSE:
+                    jump = start + ins.destination if ins.destination < n else after_chain[c]
+                    constant = _constant_bool(plan, ins.cond, written)
+                    if constant is not True:
+                        targets.append(jump)
+                    if constant is not False:
+                        targets.append(fall)
+                else:
+                    targets.append(fall)
+                real = tuple(dict.fromkeys(t for t in targets if t is not None))
+                succ.append(real)
+                if any(t is None for t in targets):
+                    exits.add(start + k)
+        if n_nodes and not exits and first_real is None:
+            exits.add(n_nodes - 1)
+        return ControlFlowGraph(successors=tuple(succ), exits=frozenset(exits))
+
+
+def _constant_bool(plan: pp.Plan, index: int, written: set[int]) -> Optional[bool]:
+    ev = plan.values[index]
+    if ev.kind == pp.BOOL and index not in written and index not in plan.inputs:
+        return bool(ev.scalar)
+    return None
+
+
+def _scopes(chain: pp.Chain) -> list[str]:
+    """The innermost jump region each instruction sits in: `loop 1-7` (a backward jump's
+    body), `branch 3-6` (what a forward jump skips), "" at the top level."""
+    regions: list[tuple[int, int, str]] = []
+    n = len(chain.instructions)
+    for k, ins in enumerate(chain.instructions):
+        if ins.kind != pp.JUMP_FALSE:
+            continue
+        d = ins.destination
+        if d <= k:
+            regions.append((d, k, f"loop {d}-{k}"))
+        elif d > k + 1:
+            regions.append((k + 1, min(d, n) - 1, f"branch {k + 1}-{min(d, n) - 1}"))
+    scopes = [""] * n
+    if not regions:
+        return scopes
+    regions.sort(key=lambda r: r[1] - r[0], reverse=True)  # widest first, innermost wins
+    for first, last, label in regions:
+        for k in range(max(first, 0), min(last, n - 1) + 1):
+            scopes[k] = label
+    return scopes
+
+
+def _compile_specs(delegate: pp.Delegate) -> tuple[tuple[tuple[str, str], ...], Optional[Device]]:
+    specs: list[tuple[str, str]] = []
+    device: Optional[Device] = None
+    for key, raw in delegate.compile_specs:
+        text = raw.decode("utf-8", errors="replace")
+        specs.append((key, text if text.isprintable() else raw.hex()))
+        if key == TARGET_DEVICE_KEY:
+            try:
+                device = Device.parse(text)
+            except ValueError:
+                device = None
+    return tuple(specs), device
+
+
+_LIBRARY_MARKERS = ("/site-packages/", "/dist-packages/", "/torch/", "/executorch/", "/xferlint/", "<")
+
+
+def _location(chain: pp.Chain, k: int) -> Optional[SourceLocation]:
+    """The innermost user frame of the instruction's stack trace (emit_stacktrace=True)."""
+    if chain.stacktrace is None or k >= len(chain.stacktrace):
+        return None
+    for frame in reversed(chain.stacktrace[k]):
+        path = frame.filename.replace(os.sep, "/")
+        if not path or any(m in path for m in _LIBRARY_MARKERS) or frame.lineno < 1:
+            continue
+        return SourceLocation(file=frame.filename, line=frame.lineno, column=1, function=frame.name or None,
+                              code=frame.context.strip() or None)
+    return None
+
+
+# --------------------------------------------------------------------------- entry points
+
+
+def view_of(program: pp.PteProgram, input: str, name: str, file: Optional[str]) -> tuple[ProgramView, dict[str, PteMethodMap]]:
+    methods = []
+    maps: dict[str, PteMethodMap] = {}
+    for index, plan in enumerate(program.plans):
+        view, mapping = _MethodBuilder(plan, index).build()
+        methods.append(view)
+        maps[plan.name] = mapping
+    return ProgramView(input=input, name=name, kind="pte", methods=tuple(methods), file=file), maps
+
+
+def load_pte_bytes(data: bytes, label: str = "program.pte", name: Optional[str] = None,
+                   path: Optional[str] = None, strict: bool = False) -> LoadedProgram:
+    """Read `.pte` bytes into a view (raises InputError with a one-line message)."""
+    try:
+        program = pp.read_program(data)
+    except PteFormatError as exc:
+        raise PteFormatError(f"{label}: {exc}") from None
+    program_name = name or (os.path.splitext(os.path.basename(path))[0] if path else "program")
+    view, maps = view_of(program, input=label, name=program_name, file=path)
+    native = PteNative(path=path, data=data, program=program, methods=maps)
+    return LoadedProgram(view=view, native=native)
+
+
+def read_file(path: str, label: str) -> bytes:
+    try:
+        size = os.path.getsize(path)
+        if size > MAX_FILE_BYTES:
+            raise InputError(f"{label}: {size} bytes is larger than any program xferlint reads")
+        with open(path, "rb") as handle:
+            return handle.read()
+    except IsADirectoryError:
+        raise InputError(f"{label}: is a directory, not a .pte file") from None
+    except FileNotFoundError:
+        raise InputError(f"{label}: no such file") from None
+    except PermissionError:
+        raise InputError(f"{label}: permission denied") from None
+    except OSError as exc:
+        raise InputError(f"{label}: cannot be read ({exc.strerror or exc})") from None
+
+
+def load_pte_file(path: str, label: Optional[str] = None, strict: bool = False) -> LoadedProgram:
+    """Read a `.pte` file into a ProgramView (every method). Never imports torch."""
+    label = label or path
+    return load_pte_bytes(read_file(path, label), label=label, path=path, strict=strict)

@@ -1,0 +1,152 @@
+"""ExecuTorch's generated flatbuffer reader, loaded without importing torch.
+
+The generated modules live in `executorch/exir/_serialize/generated/` and import each other
+by their absolute names (`executorch.exir._serialize.generated...`). Importing them the
+ordinary way runs `executorch/exir/__init__.py`, which imports torch (3-4 s). Instead, for
+the duration of the import, the two parent packages `executorch.exir` and
+`executorch.exir._serialize` are stand-in package modules that point at the real
+directories but run no code; the generated package itself is imported for real and stays
+in `sys.modules`, so a later real import of `executorch.exir` (a `.py` entry point linted
+in the same process) reuses it. The stand-ins are removed right after.
+
+flatbuffers imports numpy when it can, only for its `...AsNumpy` accessors, which the
+reader does not use; the import costs more than the whole read, so numpy is hidden while
+flatbuffers and the generated modules load, unless it is already loaded.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.machinery
+import importlib.util
+import os
+import sys
+import threading
+import types
+from typing import Any
+
+from xferlint.errors import InputError
+
+GENERATED = "executorch.exir._serialize.generated.executorch_flatbuffer"
+_PARENTS = ("executorch.exir", "executorch.exir._serialize")
+_LOCK = threading.Lock()
+
+
+def _executorch_dir() -> str:
+    spec = importlib.util.find_spec("executorch")  # a namespace package: runs no code
+    locations = list(getattr(spec, "submodule_search_locations", None) or []) if spec else []
+    for location in locations:
+        if os.path.isdir(os.path.join(location, "exir", "_serialize", "generated")):
+            return location
+    raise InputError(
+        "reading .pte files needs ExecuTorch's generated flatbuffer schema "
+        "(executorch/exir/_serialize/generated); install executorch (pip install executorch)"
+    )
+
+
+def _stand_in(name: str, path: str) -> types.ModuleType:
+    module = types.ModuleType(name)
+    module.__path__ = [path]  # type: ignore[attr-defined]
+    module.__spec__ = importlib.machinery.ModuleSpec(name, None, is_package=True)
+    module.__spec__.submodule_search_locations = [path]
+    module.__file__ = None
+    module.__package__ = name
+    return module
+
+
+def _flatbuffers_without_numpy() -> None:
+    """Import flatbuffers with its optional numpy support switched off (see above)."""
+    if "flatbuffers" in sys.modules or "numpy" in sys.modules:
+        return
+    spec = importlib.util.find_spec("flatbuffers")
+    if spec is None or not spec.submodule_search_locations:
+        raise InputError("reading .pte files needs the flatbuffers package (pip install flatbuffers)")
+    # Load flatbuffers.compat under a stand-in parent (its real parent imports numpy through
+    # it), switch numpy off, then import the real package, which reuses that compat module.
+    stand_in = sys.modules["flatbuffers"] = _stand_in("flatbuffers", list(spec.submodule_search_locations)[0])
+    try:
+        compat = importlib.import_module("flatbuffers.compat")
+    finally:
+        if sys.modules.get("flatbuffers") is stand_in:
+            del sys.modules["flatbuffers"]
+    original = compat.import_numpy
+    compat.import_numpy = lambda: None
+    try:
+        package = importlib.import_module("flatbuffers")
+        package.compat = compat
+    finally:
+        compat.import_numpy = original
+
+
+def _import_hiding_numpy(name: str) -> Any:
+    _flatbuffers_without_numpy()
+    compat = sys.modules["flatbuffers.compat"] if "numpy" not in sys.modules else None
+    if compat is None:
+        return importlib.import_module(name)
+    original = compat.import_numpy
+    compat.import_numpy = lambda: None  # the generated modules bind `np = import_numpy()`
+    try:
+        return importlib.import_module(name)
+    finally:
+        compat.import_numpy = original
+
+
+def _bind_classes(package: Any) -> Any:
+    """Rebind `ExecutionPlan` -> `ExecutionPlan.ExecutionPlan` in every generated module.
+
+    The generated modules end with `from ...executorch_flatbuffer import ExecutionPlan`,
+    which rebinds the class name to its module, so `Program.ExecutionPlan(i)` would call a
+    module. ExecuTorch applies the same rebinding before it reads a program
+    (`_patch_generated_module_aliases` in exir/_serialize/_flatbuffer_program.py); it is
+    idempotent, so it does not matter which of the two runs first.
+    """
+    for module_name in getattr(package, "__all__", ()):
+        module = getattr(package, module_name, None)
+        if not isinstance(module, types.ModuleType):
+            continue
+        for name, value in list(vars(module).items()):
+            if isinstance(value, types.ModuleType):
+                cls = getattr(value, name, None)
+                if isinstance(cls, type):
+                    setattr(module, name, cls)
+    return package
+
+
+def generated() -> Any:
+    """The `executorch_flatbuffer` package of generated reader classes."""
+    module = sys.modules.get(GENERATED)
+    if module is not None and getattr(module, "_xferlint_bound", False):
+        return module
+    with _LOCK:
+        module = _load()
+        _bind_classes(module)
+        module._xferlint_bound = True
+        return module
+
+
+def _load() -> Any:
+    module = sys.modules.get(GENERATED)
+    if module is not None:
+        return module
+    if all(p in sys.modules for p in _PARENTS):  # the real packages are loaded already
+        return _import_hiding_numpy(GENERATED)
+    root = _executorch_dir()
+    paths = {
+        "executorch.exir": os.path.join(root, "exir"),
+        "executorch.exir._serialize": os.path.join(root, "exir", "_serialize"),
+    }
+    installed = {}
+    for name in _PARENTS:
+        if name not in sys.modules:
+            installed[name] = sys.modules[name] = _stand_in(name, paths[name])
+    try:
+        return _import_hiding_numpy(GENERATED)
+    except ImportError as exc:
+        raise InputError(f"cannot load ExecuTorch's generated flatbuffer schema: {exc}") from None
+    finally:
+        for name, stand_in in installed.items():
+            if sys.modules.get(name) is stand_in:
+                del sys.modules[name]
+        parent = sys.modules.get("executorch")
+        if parent is not None and getattr(parent, "exir", None) in installed.values():
+            delattr(parent, "exir")
