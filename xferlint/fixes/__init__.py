@@ -1,0 +1,63 @@
+"""Fixes: planned on the view, applied by the code that owns the native program.
+
+    plan.py       FixPlan / Rewire / NoFix, select() and resolve()      (torch-free)
+    planners.py   one planner per fixable rule (XF001, XF003, XF004)    (torch-free)
+    engine.py     plan_method() and check_fixed(): plan, then verify    (torch-free)
+    fx.py         apply plans to FX graph modules, round by round
+    program.py    ExecutorchProgramManager / EdgeProgramManager, FixTransfersPass
+    result.py     FixResult: what changed, per rule; --diff rendering
+
+`fix(program)` is the Python entry point (also `xferlint.fix`); `FixTransfersPass` goes
+into `ExecutorchBackendConfig(to_out_var_pass=...)`. Importing this package does not
+import torch; `FixTransfersPass` and `fix()` do when used.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Optional
+
+__all__ = ["FixTransfersPass", "fix"]
+
+
+def fix(
+    program: Any,
+    *,
+    select: Optional[Iterable[str]] = None,
+    ignore: Optional[Iterable[str]] = None,
+    unsafe_fixes: bool = False,
+    config: Any = None,
+    name: str = "program",
+    strict: bool = False,
+):
+    """Fix an EdgeProgramManager or ExecutorchProgramManager; returns a FixResult whose
+    `program` is the fixed ExecutorchProgramManager (see xferlint/fixes/result.py).
+
+    An EdgeProgramManager is lowered (a copy of it: `to_executorch` changes its input) with
+    `config` (an ExecutorchBackendConfig, default ExecuTorch's) and FixTransfersPass wrapping
+    its `to_out_var_pass`. An ExecutorchProgramManager is fixed on a copy of its final graphs,
+    memory-planned again and emitted anew; `config` then sets the emission options.
+    """
+    from xferlint.errors import FixError
+    from xferlint.fixes.program import fix_edge_program, fix_executorch_program
+    from xferlint.selection import select_rules
+
+    rules = select_rules(select=select, ignore=ignore)
+    kinds = {c.__name__ for c in type(program).__mro__}
+    if "EdgeProgramManager" in kinds:
+        return fix_edge_program(program, rules, label=name, unsafe_fixes=unsafe_fixes, strict=strict, config=config)
+    if "ExecutorchProgramManager" in kinds:
+        return fix_executorch_program(program, rules, label=name, unsafe_fixes=unsafe_fixes, strict=strict,
+                                      config=config)
+    if "ExportedProgram" in kinds:
+        raise FixError(f"{name}: an ExportedProgram has no device copies to fix yet; lower it "
+                       "(to_edge_transform_and_lower) and fix the EdgeProgramManager")
+    raise FixError(f"{name}: cannot fix a {type(program).__name__}; expected an EdgeProgramManager or "
+                   "ExecutorchProgramManager")
+
+
+def __getattr__(attr: str) -> Any:
+    if attr == "FixTransfersPass":
+        from xferlint.fixes.program import FixTransfersPass
+
+        return FixTransfersPass
+    raise AttributeError(f"module 'xferlint.fixes' has no attribute {attr!r}")

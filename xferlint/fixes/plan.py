@@ -1,0 +1,169 @@
+"""Fix plans: what a fix removes and rewires, decided on the view, applied elsewhere.
+
+A `FixPlan` names view nodes (`Node.name`) and value ids, never FX nodes or flatbuffer
+indices, so any frontend can apply it:
+
+- `Rewire(reader, old, new)`: every operand of node `reader` that is value `old` becomes
+  value `new` (`reader == OUTPUT`: the method's outputs). On an FX graph that is
+  `reader.replace_input_with(old, new)`; in a `.pte` it is replacing the EValue index of
+  `old` by that of `new` in the reader instruction's args (method outputs: in
+  `ExecutionPlan.outputs`).
+- `removes`: nodes to delete, together with the buffer each writes into (`out=` alloc on
+  FX, the out tensor in a `.pte` KernelCall), after the rewires; nothing reads them then.
+- `removes_if_dead`: nodes to delete only if, once every accepted plan of the method is
+  applied, nothing reads them and they are not method outputs (XF001's D2H: dropped once
+  dead, kept while it still feeds host code). `resolve()` turns them into `removes`.
+
+Planning per method: findings -> one plan (or a `NoFix` that says why not) per finding ->
+`select()` keeps plans that do not touch what another plan removes (the rest wait for the
+next round, planned afresh on the fixed program) -> `resolve()`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Iterable, Optional, Sequence
+
+from xferlint.analyzer.facts import DeviceFacts
+from xferlint.analyzer.view import MethodView, Node, OpKind
+from xferlint.findings import Applicability, Finding
+
+OUTPUT = "<output>"  # Rewire.reader for the method's outputs
+COPY_KINDS = frozenset({OpKind.H2D, OpKind.D2H})
+
+
+def finding_key(finding: Finding) -> tuple[str, str, tuple[str, ...]]:
+    """What identifies a finding across re-reads of a program: rule, method, nodes."""
+    return (finding.code, finding.method, tuple(finding.nodes))
+
+
+@dataclass(frozen=True)
+class Rewire:
+    reader: str  # node name, or OUTPUT
+    old: str  # value id read now
+    new: str  # value id read instead
+
+
+@dataclass(frozen=True)
+class RemovedCopy:
+    node: str
+    kind: str  # "h2d" / "d2h"
+    nbytes: Optional[int]  # None when the shape is symbolic
+
+
+@dataclass(frozen=True)
+class FixPlan:
+    """The edits that fix one finding."""
+
+    code: str
+    name: str  # the rule's name
+    method: str
+    finding: tuple[str, ...]  # the finding's nodes: with code and method, its identity
+    applicability: Applicability
+    summary: str  # one line: what the fix does
+    rewires: tuple[Rewire, ...] = ()
+    removes: tuple[str, ...] = ()
+    removes_if_dead: tuple[str, ...] = ()
+    copies: tuple[RemovedCopy, ...] = field(default=(), compare=False)  # filled by resolve()
+
+    @property
+    def key(self) -> tuple[str, str, tuple[str, ...]]:
+        return (self.code, self.method, self.finding)
+
+    @property
+    def touched(self) -> frozenset[str]:
+        """Nodes whose operands this plan edits."""
+        return frozenset(r.reader for r in self.rewires)
+
+    @property
+    def nbytes(self) -> Optional[int]:
+        """Bytes per call the removed copies moved (None if any is symbolic)."""
+        sizes = [c.nbytes for c in self.copies]
+        return None if any(s is None for s in sizes) else sum(s for s in sizes if s is not None)
+
+
+@dataclass(frozen=True)
+class NoFix:
+    """A finding that has a rule with a fix, but not one xferlint can apply here."""
+
+    code: str
+    name: str
+    method: str
+    finding: tuple[str, ...]
+    reason: str
+
+    @property
+    def key(self) -> tuple[str, str, tuple[str, ...]]:
+        return (self.code, self.method, self.finding)
+
+
+def select(plans: Sequence[FixPlan]) -> tuple[list[FixPlan], list[FixPlan]]:
+    """(accepted, deferred): in order, a plan is accepted unless it removes a node an
+    accepted plan touches or removes, or touches a node an accepted plan removes.
+    Deferred plans are planned again on the fixed program (often they are gone then)."""
+    accepted: list[FixPlan] = []
+    deferred: list[FixPlan] = []
+    removed: set[str] = set()
+    involved: set[str] = set()
+    for plan in plans:
+        removes = set(plan.removes)
+        needs = set(plan.touched) | set(plan.removes_if_dead)
+        if removes & (removed | involved) or needs & removed:
+            deferred.append(plan)
+            continue
+        accepted.append(plan)
+        removed |= removes
+        involved |= needs
+    return accepted, deferred
+
+
+def resolve(method: MethodView, facts: DeviceFacts, plans: Sequence[FixPlan]) -> list[FixPlan]:
+    """Decide every `removes_if_dead` (a node goes when, after all the plans' rewires and
+    removals, nothing reads it and it is no method output; the first plan that asked for
+    it removes it) and record the copies each plan removes, with their sizes."""
+    removed: set[str] = {n for p in plans for n in p.removes}
+    rewired_away: set[tuple[str, str]] = {(r.reader, r.old) for p in plans for r in p.rewires}
+    outputs_rewired = {r.old for p in plans for r in p.rewires if r.reader == OUTPUT}
+    by_name = {n.name: n for n in method.nodes}
+
+    def dead(node: Node) -> bool:
+        for vid in node.outputs:
+            if facts.is_output(vid) and vid not in outputs_rewired:
+                return False
+            if any(r.name not in removed and (r.name, vid) not in rewired_away for r in facts.readers(vid)):
+                return False
+        return True
+
+    granted: dict[str, str] = {}  # node -> key of the plan that removes it
+    changed = True
+    while changed:
+        changed = False
+        for plan in plans:
+            for name in plan.removes_if_dead:
+                node = by_name.get(name)
+                if name not in removed and node is not None and dead(node):
+                    removed.add(name)
+                    granted[name] = repr(plan.key)
+                    changed = True
+
+    resolved = []
+    for plan in plans:
+        extra = tuple(n for n in plan.removes_if_dead if granted.get(n) == repr(plan.key))
+        removes = plan.removes + extra
+        copies = tuple(
+            RemovedCopy(node=n, kind=by_name[n].kind.value, nbytes=facts.nbytes(by_name[n].output))
+            for n in removes
+            if n in by_name and by_name[n].kind in COPY_KINDS
+        )
+        resolved.append(replace(plan, removes=removes, removes_if_dead=(), copies=copies))
+    return resolved
+
+
+def edits(plans: Iterable[FixPlan]) -> tuple[list[Rewire], list[str]]:
+    """All rewires and removals of resolved plans, in order, without repeats."""
+    rewires: list[Rewire] = []
+    removes: list[str] = []
+    for plan in plans:
+        rewires.extend(r for r in plan.rewires if r not in rewires)
+        removes.extend(n for n in plan.removes if n not in removes)
+    return rewires, removes

@@ -1,0 +1,133 @@
+"""One planner per fixable rule: a finding in, a FixPlan (or a NoFix saying why not) out.
+
+Planners read only the view and the DeviceFacts, like rules do, and find the finding's
+nodes again by the roles of its steps. `PLANNERS` maps rule codes to planners; a test
+checks that it covers exactly the rules that declare a fix.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional, Union
+
+from xferlint.analyzer.view import Node, OpKind
+from xferlint.findings import Applicability, Finding
+from xferlint.fixes.plan import OUTPUT, FixPlan, NoFix, Rewire
+from xferlint.rules._patterns import round_trip_at, tick
+from xferlint.rules.base import RuleContext
+from xferlint.rules.duplicate_transfer import (
+    REWIRABLE,
+    DuplicateCopy,
+    applicability,
+    copy_target,
+    sharing_blocker,
+)
+
+Planned = Union[FixPlan, NoFix]
+Planner = Callable[[RuleContext, Finding], Planned]
+
+# Nodes a dead chain may consist of: pure computations whose only effect is their result.
+_PURE = frozenset({OpKind.COMPUTE, OpKind.ALIAS, OpKind.GETITEM, OpKind.H2D, OpKind.D2H, OpKind.TO_DEVICE})
+
+
+def _node(ctx: RuleContext, finding: Finding, role: str) -> Optional[Node]:
+    name = next((s.node for s in finding.steps if s.role == role), None)
+    return next((n for n in ctx.method.nodes if n.name == name), None) if name else None
+
+
+def _no(finding: Finding, reason: str) -> NoFix:
+    return NoFix(code=finding.code, name=finding.name, method=finding.method, finding=tuple(finding.nodes),
+                 reason=reason)
+
+
+def _plan(finding: Finding, summary: str, applicability: Applicability = Applicability.SAFE, **edits) -> FixPlan:
+    return FixPlan(code=finding.code, name=finding.name, method=finding.method, finding=tuple(finding.nodes),
+                   applicability=applicability, summary=summary, **edits)
+
+
+def _mutation(ctx: RuleContext, *values: str) -> Optional[str]:
+    for vid in values:
+        for reader in ctx.facts.readers(vid):
+            if reader.mutates or reader.kind == OpKind.UNKNOWN:
+                return f"{tick(reader.name)} may write {tick(vid)} in place"
+    return None
+
+
+def plan_redundant_round_trip(ctx: RuleContext, finding: Finding) -> Planned:
+    """XF001: rewire the H2D's readers to the device tensor, drop the H2D, and the D2H
+    once nothing else reads it."""
+    h2d = _node(ctx, finding, "h2d")
+    trip = round_trip_at(ctx.facts, h2d) if h2d is not None else None
+    if trip is None or not trip.same_device:
+        return _no(finding, "the round trip is no longer in the program")
+    if ctx.facts.is_output(h2d.output):
+        return _no(finding, f"{tick(h2d.name)} is a method output; the caller expects its own copy")
+    blocked = next((r for r in trip.consumers if r.kind not in REWIRABLE), None)
+    if blocked is not None:
+        return _no(finding, f"{tick(h2d.name)} feeds control flow ({tick(blocked.name)}), which the fix does not rewrite")
+    mutated = _mutation(ctx, trip.value, h2d.output)
+    if mutated:
+        return _no(finding, f"{mutated}, so the copy and the original may differ")
+    readers = dict.fromkeys(r.name for r in trip.consumers)
+    return _plan(
+        finding,
+        f"read {tick(trip.value)} directly, remove {tick(h2d.name)} (and {tick(trip.d2h.name)} once dead)",
+        rewires=tuple(Rewire(reader=name, old=h2d.output, new=trip.value) for name in readers),
+        removes=(h2d.name,),
+        removes_if_dead=(trip.d2h.name,),
+    )
+
+
+def plan_dead_device_to_host(ctx: RuleContext, finding: Finding) -> Planned:
+    """XF003: remove the dead D2H, and the dead host computations that only it feeds."""
+    facts = ctx.facts
+    d2h = _node(ctx, finding, "d2h")
+    if d2h is None or d2h.kind != OpKind.D2H:
+        return _no(finding, "the copy is no longer in the program")
+    chain: list[Node] = [d2h]
+    seen = {d2h.name}
+    i = 0
+    while i < len(chain):
+        node = chain[i]
+        i += 1
+        for vid in node.outputs:
+            if facts.is_output(vid) or facts.is_live(vid):
+                return _no(finding, f"{tick(vid)} is used after all")
+            for reader in facts.readers(vid):
+                if reader.name in seen:
+                    continue
+                if reader.kind not in _PURE or reader.mutates or reader.scope != d2h.scope:
+                    return _no(finding, f"its result reaches {tick(reader.name)}, which the fix does not remove")
+                seen.add(reader.name)
+                chain.append(reader)
+    extra = f" and the {len(chain) - 1} dead node(s) it feeds" if len(chain) > 1 else ""
+    return _plan(finding, f"remove {tick(d2h.name)}{extra}", removes=tuple(n.name for n in reversed(chain)))
+
+
+def plan_duplicate_transfer(ctx: RuleContext, finding: Finding) -> Planned:
+    """XF004: rewire the duplicate's readers to the first copy, drop the duplicate."""
+    facts = ctx.facts
+    first, dup = _node(ctx, finding, "copy"), _node(ctx, finding, "duplicate")
+    if first is None or dup is None or not dup.inputs or copy_target(dup) is None:
+        return _no(finding, "the copies are no longer in the program")
+    pair = DuplicateCopy(first=first, duplicate=dup, value=dup.inputs[0], device=copy_target(dup))
+    how = applicability(facts, pair)
+    if how is None:
+        return _no(finding, sharing_blocker(facts, pair) or "the copies cannot be shared")
+    readers = dict.fromkeys(r.name for r in facts.readers(dup.output))
+    rewires = [Rewire(reader=name, old=dup.output, new=first.output) for name in readers]
+    if facts.is_output(dup.output):
+        rewires.append(Rewire(reader=OUTPUT, old=dup.output, new=first.output))
+    return _plan(
+        finding,
+        f"read {tick(first.name)} instead of {tick(dup.name)}, remove {tick(dup.name)}",
+        applicability=how,
+        rewires=tuple(rewires),
+        removes=(dup.name,),
+    )
+
+
+PLANNERS: dict[str, Planner] = {
+    "XF001": plan_redundant_round_trip,
+    "XF003": plan_dead_device_to_host,
+    "XF004": plan_duplicate_transfer,
+}

@@ -1,0 +1,275 @@
+"""Fixing whole programs: ExecutorchProgramManager, EdgeProgramManager, and the pass.
+
+- `FixTransfersPass` goes into `ExecutorchBackendConfig.to_out_var_pass`. It runs the
+  pass it wraps (ExecuTorch's default `ToOutVarPass` unless told otherwise), then fixes
+  the out-variant graph. That hook runs after `PropagateDevicePass` has inserted the
+  copies and before memory planning, so the planner sees the fixed graph.
+- `fix_edge_program` lowers a copy of an EdgeProgramManager with that pass.
+- `fix_executorch_program` fixes an ExecutorchProgramManager, which is already planned and
+  emitted: it fixes a copy of each method's final graph, plans memory again (removing a
+  copy makes the tensor that replaces it live longer, so the old plan is not trusted) and
+  emits a new ExecutorchProgramManager.
+
+Each route verifies what it does (see fixes/fx.py for the per-round checks) and ends with
+ExecuTorch emitting the program; if emission fails, the unfixed program is returned and
+every fix is reported as not applied, with ExecuTorch's error.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import itertools
+from typing import Any, Optional, Sequence
+
+import torch
+from torch.fx.passes.infra.pass_base import PassBase, PassResult
+
+from xferlint.analyzer.view import ProgramView
+from xferlint.errors import FixError
+from xferlint.findings import Finding
+from xferlint.fixes.fx import MethodOutcome, Skipped, fix_graph_module
+from xferlint.fixes.result import FixResult
+from xferlint.rules.base import Rule
+from xferlint.selection import select_rules
+
+
+class FixTransfersPass(PassBase):
+    """A `to_out_var_pass` that runs `inner` and then applies xferlint's fixes.
+
+        config = ExecutorchBackendConfig(to_out_var_pass=FixTransfersPass())
+        et_program = edge_program.to_executorch(config)
+
+    `outcomes` lists what each call (one per method, in `to_executorch`'s order) fixed.
+    Each round of fixes is applied to a scratch copy, linted, re-analysed and checked
+    before the graph is touched; emission happens in `to_executorch` itself, after this
+    pass (`xferlint.fix()` checks that too and falls back to the unfixed program).
+    """
+
+    def __init__(
+        self,
+        inner: Optional[Any] = None,
+        *,
+        select: Optional[Sequence[str]] = None,
+        ignore: Optional[Sequence[str]] = None,
+        unsafe_fixes: bool = False,
+        strict: bool = False,
+        rules: Optional[Sequence[Rule]] = None,
+        method_names: Optional[Sequence[str]] = None,
+    ) -> None:
+        super().__init__()
+        if inner is None:
+            from executorch.exir.passes import ToOutVarPass
+
+            inner = ToOutVarPass(ignore_to_out_var_failure=False)
+        self.inner = inner
+        self.rules: list[Rule] = list(rules) if rules is not None else select_rules(select=select, ignore=ignore)
+        self.unsafe_fixes = unsafe_fixes
+        self.strict = strict
+        self.method_names = list(method_names or ())
+        self.outcomes: list[MethodOutcome] = []
+
+    def call(self, graph_module: torch.fx.GraphModule) -> PassResult:
+        result = self.inner(graph_module)
+        graph_module = result.graph_module if result is not None else graph_module
+        index = len(self.outcomes)
+        method = self.method_names[index] if index < len(self.method_names) else f"method {index}"
+        outcome = fix_graph_module(graph_module, method, self.rules, unsafe_fixes=self.unsafe_fixes,
+                                   strict=self.strict)
+        self.outcomes.append(outcome)
+        return PassResult(graph_module, True)
+
+
+# --------------------------------------------------------------------------- edge programs
+
+
+def fix_edge_program(edge: Any, rules: Sequence[Rule], *, label: str = "program", unsafe_fixes: bool = False,
+                     strict: bool = False, config: Any = None) -> FixResult:
+    """`to_executorch` a copy of `edge` with FixTransfersPass wrapping `config`'s
+    `to_out_var_pass`; the unfixed lowering (and why) if the fixed one does not emit."""
+    from executorch.exir import ExecutorchBackendConfig
+
+    config = config or ExecutorchBackendConfig()
+    names = list(getattr(edge, "_edge_programs", {}) or sorted(edge.methods))
+    fix_pass = FixTransfersPass(config.to_out_var_pass, rules=rules, unsafe_fixes=unsafe_fixes, strict=strict,
+                                method_names=names)
+    try:
+        program = copy.deepcopy(edge).to_executorch(dataclasses.replace(config, to_out_var_pass=fix_pass))
+    except Exception as exc:  # noqa: BLE001 - the fixed program does not lower: fall back
+        if not any(o.applied for o in fix_pass.outcomes):
+            raise
+        program = _lower_unfixed(edge, config, label)
+        outcome = FixResult(input=label, program=program, methods=_unapplied(fix_pass.outcomes, _emit_failure(exc)))
+    else:
+        outcome = FixResult(input=label, program=program, methods=fix_pass.outcomes)
+    outcome.remaining = _final_check(outcome, label, rules, strict)
+    return outcome
+
+
+def _lower_unfixed(edge: Any, config: Any, label: str) -> Any:
+    try:
+        return copy.deepcopy(edge).to_executorch(config)
+    except Exception as exc:  # noqa: BLE001 - the program itself does not lower
+        raise FixError(f"{label}: ExecuTorch cannot lower the program even without fixes "
+                       f"({type(exc).__name__}: {_first_line(exc)})") from None
+
+
+# --------------------------------------------------------------------------- executorch programs
+
+
+def fix_executorch_program(program: Any, rules: Sequence[Rule], *, label: str = "program",
+                           unsafe_fixes: bool = False, strict: bool = False, config: Any = None,
+                           memory_planning_pass: Any = None) -> FixResult:
+    """Fix a copy of every method's final graph, plan memory again, emit a new program."""
+    from executorch.exir import ExecutorchProgramManager
+
+    view = ProgramView(input=label, name=label, kind="graph")
+    methods: dict[str, Any] = {}
+    outcomes: list[MethodOutcome] = []
+    notes: list[str] = []
+    for name in sorted(program.methods):
+        ep = _copy_program(program.exported_program(name))
+        outcome = fix_graph_module(ep.graph_module, name, rules, program=view, signature=ep.graph_signature,
+                                   unsafe_fixes=unsafe_fixes, strict=strict)
+        if outcome.applied:
+            planner = memory_planning_pass or inferred_memory_planning(ep)
+            replan_memory(ep, planner)
+            notes.append(f"{name}: memory planned again ({_describe_planner(planner)})")
+        methods[name] = ep
+        outcomes.append(outcome)
+    if not any(o.applied for o in outcomes):
+        result = FixResult(input=label, program=program, methods=outcomes)
+    else:
+        try:
+            fixed = ExecutorchProgramManager(methods, getattr(program, "_config_methods", None),
+                                             config or inferred_backend_config(program),
+                                             getattr(program, "_named_data", None))
+        except Exception as exc:  # noqa: BLE001 - ExecuTorch could not emit it: keep the original
+            result = FixResult(input=label, program=program, methods=_unapplied(outcomes, _emit_failure(exc)))
+        else:
+            result = FixResult(input=label, program=fixed, methods=outcomes, notes=notes)
+    result.remaining = _final_check(result, label, rules, strict)
+    return result
+
+
+def _copy_program(ep: Any) -> Any:
+    """A deep copy of an ExportedProgram sharing delegates, weights and constants."""
+    memo: dict[int, Any] = {}
+    for module in ep.graph_module.modules():
+        if not isinstance(module, torch.fx.GraphModule):
+            memo[id(module)] = module
+    for tensor in itertools.chain(ep.state_dict.values(), ep.constants.values()):
+        memo[id(tensor)] = tensor
+    return copy.deepcopy(ep, memo)
+
+
+def inferred_memory_planning(ep: Any) -> Any:
+    """A MemoryPlanningPass configured the way the old plan was made: graph inputs and
+    outputs planned or not, device buffers split out or not."""
+    from executorch.exir.passes import MemoryPlanningPass
+    from executorch.exir.tensor import TensorSpec
+
+    gm = ep.graph_module
+    user_inputs = set(ep.graph_signature.user_inputs)
+    inputs = [n.meta.get("spec") for n in gm.graph.nodes if n.op == "placeholder" and n.name in user_inputs]
+    output = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
+    outputs = [a.meta.get("spec") for a in output.all_input_nodes]
+
+    def planned(specs: list) -> bool:
+        tensors = [s for s in specs if isinstance(s, TensorSpec)]
+        return not tensors or any(s.mem_id is not None for s in tensors)
+
+    planner = MemoryPlanningPass(alloc_graph_input=planned(inputs), alloc_graph_output=planned(outputs))
+    planner.enable_non_cpu_memory_planning = "non_const_buffer_device" in gm.meta
+    return planner
+
+
+def _describe_planner(planner: Any) -> str:
+    flags = [f"{k}={getattr(planner, k)}" for k in ("alloc_graph_input", "alloc_graph_output",
+                                                      "enable_non_cpu_memory_planning") if hasattr(planner, k)]
+    return f"{type(planner).__name__}({', '.join(flags)})"
+
+
+def replan_memory(ep: Any, planner: Any) -> None:
+    """Forget the old memory plan of `ep` and plan it again with `planner`."""
+    from executorch.exir.memory import free
+    from executorch.exir.memory_planning import _is_out_var_node
+    from executorch.exir.operator.convert import get_out_args_from_opoverload
+    from executorch.exir.tensor import TensorSpec
+
+    gm = ep.graph_module
+    for module in gm.modules():
+        if not isinstance(module, torch.fx.GraphModule):
+            continue
+        for node in list(module.graph.nodes):
+            if node.op == "call_function" and node.target is free:
+                module.graph.erase_node(node)  # planning inserts the frees it needs again
+                continue
+            specs = node.meta.get("spec")
+            for spec in specs if isinstance(specs, (list, tuple)) else [specs]:
+                if isinstance(spec, TensorSpec):
+                    spec.lifetime = [None, None]
+                    spec.mem_id = spec.mem_obj_id = spec.mem_offset = None
+            if _is_out_var_node(node):
+                outs = get_out_args_from_opoverload(node.target)
+                if len(outs) > 1:  # the planner assigns these allocs' specs once and asserts so
+                    for arg in outs:
+                        alloc = node.kwargs.get(arg)
+                        if isinstance(alloc, torch.fx.Node):
+                            alloc.meta.pop("spec", None)
+        module.recompile()
+    if hasattr(planner, "run"):
+        planner.run(gm, ep.graph_signature)
+    else:
+        planner(gm)
+
+
+def inferred_backend_config(program: Any) -> Any:
+    """An ExecutorchBackendConfig with what can be read off the emitted program."""
+    from executorch.exir import ExecutorchBackendConfig
+    from executorch.exir.schema import DataLocation
+
+    emitted = program.executorch_program
+    delegates = [d for plan in emitted.execution_plan for d in plan.delegates]
+    inline = bool(delegates) and all(d.processed.location == DataLocation.INLINE for d in delegates)
+    return ExecutorchBackendConfig(extract_delegate_segments=not inline)
+
+
+# --------------------------------------------------------------------------- shared
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [""])[0]
+
+
+def _emit_failure(exc: BaseException) -> str:
+    return f"not applied: ExecuTorch could not emit the fixed program ({type(exc).__name__}: {_first_line(exc)})"
+
+
+def _unapplied(outcomes: list[MethodOutcome], reason: str) -> list[MethodOutcome]:
+    """The outcomes with every applied fix turned into a skipped one."""
+    result = []
+    for o in outcomes:
+        skipped = [Skipped(code=p.code, name=p.name, method=p.method, nodes=p.finding, reason=reason)
+                   for p in o.applied]
+        result.append(dataclasses.replace(o, after=o.before, applied=[], skipped=skipped + o.skipped,
+                                          remaining=o.findings))
+    return result
+
+
+def _final_check(outcome: FixResult, label: str, rules: Sequence[Rule], strict: bool) -> list[Finding]:
+    """Lint the program that is returned; an applied fix whose finding is back is an error."""
+    from xferlint.api import analyze
+    from xferlint.fixes.plan import finding_key
+    from xferlint.frontends.executorch import load_graph_program
+
+    view = load_graph_program(outcome.program, input=label, name=label, file=None, strict=strict).view
+    findings = analyze(view, rules)
+    fixed = {p.key for m in outcome.methods for p in m.applied}
+    for method in outcome.methods:
+        method.remaining = [f for f in findings if f.method == method.method]
+    back = [f for f in findings if finding_key(f) in fixed]
+    if back:
+        raise FixError(f"{label}: {back[0].code} on {', '.join(back[0].nodes)} is still in the emitted program "
+                       "after it was fixed; please report it")
+    return findings

@@ -1,0 +1,191 @@
+"""XF004 duplicate-transfer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+from typing import Iterator, Optional
+
+from xferlint.analyzer.facts import DeviceFacts
+from xferlint.analyzer.lattice import CPU, Device
+from xferlint.analyzer.view import Node, OpKind
+from xferlint.findings import Applicability
+from xferlint.rules._patterns import round_trip_at, tick
+from xferlint.rules.base import Example, Rule, format_bytes
+
+# Node kinds whose operands a fix may rewrite in place; control-flow operands and the
+# MOVE nodes that bind them are left alone.
+REWIRABLE = frozenset(
+    {OpKind.COMPUTE, OpKind.DELEGATE, OpKind.H2D, OpKind.D2H, OpKind.TO_DEVICE, OpKind.ALIAS, OpKind.GETITEM}
+)
+
+
+@dataclass(frozen=True)
+class DuplicateCopy:
+    """`duplicate` copies the same value to the same device as the earlier `first`."""
+
+    first: Node
+    duplicate: Node
+    value: str  # what both copy
+    device: Device  # where both copy it to
+
+
+def copy_target(node: Node) -> Optional[Device]:
+    """Where a copy node puts its result: the H2D's device, host for a D2H."""
+    if node.kind == OpKind.H2D:
+        return node.device
+    if node.kind == OpKind.D2H:
+        return CPU
+    return None
+
+
+def duplicate_copies(facts: DeviceFacts) -> Iterator[DuplicateCopy]:
+    """Every copy that repeats an earlier one: same kind, same source value, same target
+    device, in the same graph (a copy in a branch or loop body never stands in for one
+    outside it: it may not have run). Same-device round trips are XF001's, not ours."""
+    first_of: dict[tuple, Node] = {}
+    for node in facts.method.nodes:
+        target = copy_target(node)
+        if target is None or len(node.inputs) != 1 or len(node.outputs) != 1:
+            continue
+        key = (node.kind, node.scope, node.inputs[0], target)
+        if key not in first_of:
+            first_of[key] = node
+            continue
+        if node.kind == OpKind.H2D:
+            trip = round_trip_at(facts, node)
+            if trip is not None and trip.same_device:
+                continue  # XF001 removes both copies; reusing one would hide that
+        yield DuplicateCopy(first=first_of[key], duplicate=node, value=node.inputs[0], device=target)
+
+
+def sharing_blocker(facts: DeviceFacts, dup: DuplicateCopy) -> Optional[str]:
+    """Why the duplicate's readers cannot read the first copy instead (None: they can)."""
+    for vid, role in ((dup.value, "the source"), (dup.first.output, "the first copy"),
+                      (dup.duplicate.output, "the duplicate")):
+        for reader in facts.readers(vid):
+            if reader.mutates or reader.kind == OpKind.UNKNOWN:
+                what = "writes" if reader.mutates else "may write (unmodelled operator)"
+                return f"{tick(reader.name)} {what} {role} in place, so the copies may hold different bytes"
+    for reader in facts.readers(dup.duplicate.output):
+        if reader.kind not in REWIRABLE:
+            return f"the duplicate feeds control flow ({tick(reader.name)}), which the fix does not rewrite"
+    return None
+
+
+def applicability(facts: DeviceFacts, dup: DuplicateCopy) -> Optional[Applicability]:
+    """Safe in a functional graph; unsafe when the duplicate is a method output (the
+    output would then share storage with the first copy's other readers); None when
+    sharing would change what a reader sees."""
+    if sharing_blocker(facts, dup) is not None:
+        return None
+    if facts.is_output(dup.duplicate.output):
+        return Applicability.UNSAFE
+    return Applicability.SAFE
+
+
+def _build(devices, **kwargs):
+    import torch
+
+    from xferlint.testing import lower
+
+    class SharedInput(torch.nn.Module):
+        """`x` feeds two delegates: sin(x) and mm(x, y)."""
+
+        def forward(self, x, y):
+            return torch.sin(x) + torch.mm(x, y)
+
+    class SharedDeviceValue(torch.nn.Module):
+        """A delegate's result feeds two more delegates."""
+
+        def forward(self, x, y):
+            a = x + y
+            return torch.sin(a), torch.mm(a, a)
+
+    model = SharedDeviceValue() if kwargs.pop("device_value", False) else SharedInput()
+    inputs = (torch.randn(4, 4), torch.randn(4, 4))
+    return lower(model, inputs, devices, **kwargs)
+
+
+class DuplicateTransfer(Rule):
+    """The same value is copied to the same device more than once per call.
+
+    ## What it does
+    Flags a host-to-device (or device-to-host) copy of a value that an earlier copy in the
+    same graph already moved to the same device (same type and index).
+
+    ## Why is this bad?
+    Every copy crosses the bus and, on most backends, synchronizes the stream; a second
+    copy of the same bytes to the same device is pure overhead, and its buffer doubles the
+    device memory the value takes. ExecuTorch's `PropagateDevicePass` inserts one H2D per
+    (delegate, argument) and never shares them, so stock ExecuTorch 1.5.1 produces this
+    whenever one host tensor (a method input, say) feeds two delegates on one device.
+
+    ## Example
+    ```python
+    q = torch.mm(x, wq)   # delegate on cuda:0
+    k = torch.mm(x, wk)   # delegate on cuda:0
+    # lowered: _h2d_copy(x) -> delegate_0 and, again, _h2d_copy(x) -> delegate_1
+    ```
+
+    ## Use instead
+    Copy once and let both delegates read the copy: run `xferlint fix` (or put
+    `xferlint.fixes.FixTransfersPass()` into `ExecutorchBackendConfig.to_out_var_pass`),
+    or let one partition take both consumers.
+
+    ## Fix safety
+    Safe in a functional graph: the readers of the duplicate are rewired to the first copy,
+    which holds the same bytes on the same device, and the duplicate (with its buffer) is
+    removed. The first copy runs before the duplicate in the same graph, so it has always
+    run when they read it; copies in different branches or loop bodies are never paired.
+    The first copy's buffer now lives until the last of those readers, which is why fixed
+    programs are memory-planned again rather than keeping the old plan. Not fixed at all
+    when a reader of the source or of either copy writes it in place (the copies could
+    differ) or when the duplicate feeds control flow. Unsafe when the duplicate is a
+    method output: the caller would get a tensor that shares storage with another
+    consumer's input (and with another output, when the first copy is one too).
+
+    ## References
+    - ExecuTorch `PropagateDevicePass._insert_h2d_copies` (one copy per delegate argument)
+    - https://pytorch.org/executorch/
+    """
+
+    code = "XF004"
+    name = "duplicate-transfer"
+    fix_applicability = Applicability.SAFE
+    examples = (
+        Example(partial(_build, ["cuda:0"]), 1, "stock ExecuTorch: a method input feeds two cuda:0 delegates"),
+        Example(partial(_build, ["cuda:0", "cuda:1", "cuda:0"]), 0,
+                "the input goes to cuda:0 once and to cuda:1 once"),
+        Example(partial(_build, ["cuda:0"], elide=False, device_value=True), 0,
+                "same-device round trips are XF001's, even when two of them copy the same value"),
+    )
+
+    def check(self, ctx):
+        facts = ctx.facts
+        for dup in duplicate_copies(facts):
+            nbytes = facts.nbytes(dup.duplicate.output) or facts.nbytes(dup.value)
+            consumers = facts.readers(dup.duplicate.output)
+            consumer = f" for {ctx.describe(consumers[0])}" if consumers else ""
+            fix = applicability(facts, dup)
+            advice = (
+                f"Reuse {tick(dup.first.name)} (`xferlint fix` does)"
+                if fix == Applicability.SAFE
+                else f"Reuse {tick(dup.first.name)} (`xferlint fix --unsafe-fixes`: the duplicate is a method output)"
+                if fix == Applicability.UNSAFE
+                else f"Reuse {tick(dup.first.name)} by hand once that is sorted out (no automatic fix: "
+                f"{sharing_blocker(facts, dup)})"
+            )
+            message = (
+                f"{tick(dup.value)} is copied to {dup.device} twice per call: {tick(dup.first.name)} already "
+                f"holds it there, and {tick(dup.duplicate.name)} copies the same "
+                f"{format_bytes(nbytes)} again{consumer}. {advice}, or let one partition take both consumers."
+            )
+            path = [(dup.first, "copy"), (dup.duplicate, "duplicate")] + [(c, "consumer") for c in consumers[:1]]
+            producer = facts.writer(dup.value)
+            if producer is not None:
+                path.insert(0, (producer, "producer"))
+            finding = ctx.finding(self, message, path, nbytes, anchor=dup.duplicate)
+            if fix != self.fix_applicability:
+                finding = finding.model_copy(update={"fixable": fix is not None, "fix_applicability": fix})
+            yield finding
