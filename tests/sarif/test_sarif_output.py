@@ -4,6 +4,7 @@ Every SARIF here is validated (schema + GitHub limits) by the `sarif` fixture.""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 
@@ -204,3 +205,53 @@ def test_a_second_process_writes_the_same_bytes(sarif, model_dir, xferlint_exe):
     )
     assert proc.returncode == 1, proc.stderr
     assert proc.stdout == in_process.text
+
+
+def _report_with(findings):
+    from xferlint.report import build_report
+
+    return build_report(findings, [], inputs=1, programs=1)
+
+
+def test_pte_without_source_points_at_line_one_of_the_file(model_dir, tmp_path, schema_validate):
+    """A .pte has no stack traces: results sit on the file itself."""
+    from sarif_helpers import check_github_limits
+
+    from xferlint.api import check_paths
+    from xferlint.reporters import ReportOptions
+    from xferlint.reporters.sarif import emit
+    from xferlint.selection import select_rules
+
+    finding = check_paths([os.path.join(model_dir, "pipeline.py")], select_rules()).findings[0]
+    pte = tmp_path / "net.pte"
+    pte.write_bytes(b"\x00ET12")
+    bare = finding.model_copy(update={
+        "location": None, "file": str(pte), "input": "net.pte",
+        "steps": [s.model_copy(update={"location": None}) for s in finding.steps]})
+    doc = json.loads(emit(_report_with([bare]), ReportOptions(project_root=str(tmp_path))))
+    assert schema_validate(doc) == []
+    check_github_limits(doc, all_relative=True)
+    (result,) = doc["runs"][0]["results"]
+    assert result["locations"][0]["physicalLocation"] == {
+        "artifactLocation": {"uri": "net.pte", "uriBaseId": "%SRCROOT%"},
+        "region": {"startLine": 1, "startColumn": 1}}
+    assert result["locations"][0]["logicalLocations"][0]["fullyQualifiedName"] == (
+        f"net.pte/{finding.method}/{finding.nodes[0]}")
+
+
+def test_help_uri_from_the_package_urls(monkeypatch, schema_validate):
+    from xferlint.reporters import ReportOptions
+    from xferlint.reporters import sarif as reporter
+
+    monkeypatch.setattr(reporter, "_project_urls",
+                        lambda: {"documentation": "https://example.org/xferlint/rules",
+                                 "homepage": "https://example.org/xferlint"})
+    doc = json.loads(reporter.emit(_report_with([]), ReportOptions()))
+    assert schema_validate(doc) == []
+    driver = doc["runs"][0]["tool"]["driver"]
+    assert driver["informationUri"] == "https://example.org/xferlint"
+    first = driver["rules"][0]
+    assert first["helpUri"] == f"https://example.org/xferlint/rules#{first['name']}-{first['id'].lower()}"
+    monkeypatch.setattr(reporter, "_project_urls", lambda: {})
+    doc = json.loads(reporter.emit(_report_with([]), ReportOptions()))
+    assert "helpUri" not in doc["runs"][0]["tool"]["driver"]["rules"][0]

@@ -252,7 +252,8 @@ class _Locator:
         self.logical = logical
 
     def physical(self, line: Optional[SourceLine], finding: Finding) -> Optional[PhysicalLocation]:
-        """The source line, else the input file (at the `program` binding of a .py file)."""
+        """The source line, else the input file (at the `program` binding of a .py file,
+        else at line 1)."""
         if line is not None:
             region = dict(start_line=line.line, start_column=line.column)
             if line.code:
@@ -265,9 +266,10 @@ class _Locator:
         if finding.file is None:
             return None
         artifact = _file_uri(finding.file, self.root).artifact()
-        if not finding.file.endswith(".py"):
-            return new(PhysicalLocation, artifact_location=artifact)
-        start_line, start_column = _binding_line(finding.file, _entry_attr(finding.input) or "program")
+        # Code scanning wants a line even for a binary .pte: its first.
+        start_line, start_column = 1, 1
+        if finding.file.endswith(".py"):
+            start_line, start_column = _binding_line(finding.file, _entry_attr(finding.input) or "program")
         return new(PhysicalLocation, artifact_location=artifact,
                    region=new(Region, start_line=start_line, start_column=start_column))
 
