@@ -101,7 +101,10 @@ def _write(text: str, output: Optional[str]) -> None:
     if output:
         from xferlint.fsutil import write_atomic
 
-        write_atomic(output, text.encode("utf-8"))
+        try:
+            write_atomic(output, text.encode("utf-8"))
+        except OSError as exc:  # a user error (no such directory, read-only): one line, exit 2
+            raise UsageError(f"{output}: cannot write the report ({exc.strerror or exc})") from None
     else:
         sys.stdout.write(text)
         sys.stdout.flush()
