@@ -137,3 +137,82 @@ def lint(
     for program in resolve(obj, entry, name):
         findings.extend(analyze(load_program(program, strict).view, rules))
     return build_report(findings, [], 1, 1).findings
+
+
+def fix(
+    obj: Any,
+    *,
+    name: str = "program",
+    select: Optional[Iterable[str]] = None,
+    ignore: Optional[Iterable[str]] = None,
+    unsafe_fixes: bool = False,
+    config: Any = None,
+    strict: bool = False,
+):
+    """Fix an EdgeProgramManager or ExecutorchProgramManager; see `xferlint.fixes.fix`."""
+    from xferlint.fixes import fix as _fix
+
+    return _fix(obj, name=name, select=select, ignore=ignore, unsafe_fixes=unsafe_fixes, config=config,
+                strict=strict)
+
+
+def fix_loaded(loaded: LoadedProgram, rules: Sequence[Rule], *, unsafe_fixes: bool = False, strict: bool = False):
+    """Fix a program a frontend loaded (what `xferlint fix` and `check --fix` run), with
+    the code that owns its native form. Raises FixError when it cannot be fixed at all."""
+    from xferlint.errors import FixError
+
+    view = loaded.view
+    origin = ProgramView(input=view.input, name=view.name, kind=view.kind, file=view.file)
+    if view.kind == "pte":
+        try:
+            from xferlint.fixes.pte import fix_pte  # provided with the .pte fixes
+        except ImportError:
+            raise FixError(f"{view.input}: fixing a .pte file is not supported yet; fix the program before it is "
+                           "written (`xferlint fix model.py:program -o model.pte`)") from None
+        return fix_pte(loaded, rules, origin, unsafe_fixes=unsafe_fixes, strict=strict)
+    if loaded.native is None:
+        raise FixError(f"{view.input}: a hand-built ProgramView has no program behind it to fix")
+    from xferlint.fixes import fix_native
+
+    return fix_native(loaded.native, rules, origin, unsafe_fixes=unsafe_fixes, strict=strict)
+
+
+def fix_input(spec: str, rules: Sequence[Rule], *, unsafe_fixes: bool = False, strict: bool = False):
+    """Load the one program `spec` names and fix it (what `xferlint fix` runs)."""
+    from xferlint.errors import UsageError
+
+    entries = expand(spec)
+    if len(entries) != 1:
+        raise UsageError(f"{spec}: names {len(entries)} inputs; `xferlint fix` writes one program, name one of them")
+    entry = entries[0]
+    loaded = [load_pte(entry, strict)] if entry.is_pte else [load_program(p, strict) for p in load_entry_point(entry)]
+    if len(loaded) != 1:
+        names = ", ".join(p.view.name for p in loaded)
+        raise UsageError(f"{spec}: holds {len(loaded)} programs ({names}); `xferlint fix` writes one, so point at "
+                         "an attribute that holds just one (file.py:NAME)")
+    return fix_loaded(loaded[0], rules, unsafe_fixes=unsafe_fixes, strict=strict)
+
+
+def fix_run(run: CheckRun, rules: Sequence[Rule], *, unsafe_fixes: bool = False, strict: bool = False):
+    """Fix every program of a check run that has fixable findings (`check --fix/--diff`).
+
+    Returns (results, notes): the FixResult of each program fixed, and one line per
+    program that could not be fixed at all. The run's findings of a fixed program are
+    replaced by those of the fixed program."""
+    from xferlint.errors import FixError
+
+    results, notes = [], []
+    for loaded in run.loaded:
+        view = loaded.view
+        mine = [f for f in run.findings if f.input == view.input and f.program == view.name]
+        if not any(f.fixable for f in mine):
+            continue
+        try:
+            result = fix_loaded(loaded, rules, unsafe_fixes=unsafe_fixes, strict=strict)
+        except FixError as exc:
+            notes.append(str(exc))
+            continue
+        results.append(result)
+        replaced = {id(f) for f in mine}
+        run.findings = [f for f in run.findings if id(f) not in replaced] + list(result.remaining)
+    return results, notes

@@ -60,6 +60,14 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("-o", "--output", metavar="FILE", help="Write the report to FILE (atomically)")
     check.add_argument("--exit-zero", action="store_true", default=None, help="Exit 0 even when there are findings")
     check.add_argument("--statistics", action="store_true", default=None, help="Show counts per rule")
+    check.add_argument("--fix", action="store_true",
+                       help="Apply the safe fixes and report what remains (.pte inputs are rewritten in place; "
+                            "entry points, which are code, are fixed in memory: `xferlint fix` writes them)")
+    check.add_argument("--unsafe-fixes", action="store_true", default=None,
+                       help="With --fix/--diff, also apply the fixes marked unsafe")
+    check.add_argument("--diff", action="store_true",
+                       help="Show the copies the fixes would remove as a diff and write nothing; "
+                            "exit 1 if there is something to fix")
     check.add_argument("--only-programs", action="store_true",
                        help="Skip inputs that are no program (a .py file without a top-level `program`, an "
                             "unknown suffix) instead of failing on them: for pre-commit, which passes every changed file")
@@ -69,6 +77,15 @@ def build_parser() -> argparse.ArgumentParser:
     rule.add_argument("code", nargs="?", help="Rule code or name, e.g. XF001 or redundant-round-trip")
     rule.add_argument("--all", action="store_true", help="Explain every rule")
     rule.add_argument("--format", choices=("text", "json"), default="text")
+
+    fix = sub.add_parser("fix", help="Write a fixed program: the copies XF001/XF003/XF004 flag removed")
+    fix.add_argument("input", metavar="INPUT", help="file.py[:attr], package.module:attr or a .pte file: one program")
+    fix.add_argument("-o", "--output", metavar="OUTPUT.pte", required=True,
+                     help="Where to write the fixed program (atomically)")
+    fix.add_argument("--unsafe-fixes", action="store_true", default=None, help="Also apply the fixes marked unsafe")
+    fix.add_argument("--diff", action="store_true", help="Also print the copies removed, as a diff")
+    _add_selection(fix)
+    _add_common(fix)
 
     sub.add_parser("schema", help="Print the JSON Schema of `check --format json`")
     return parser
@@ -87,6 +104,7 @@ def _settings(args: argparse.Namespace):
             "statistics": getattr(args, "statistics", None),
             "strict": args.strict,
             "project_root": args.project_root,
+            "unsafe_fixes": getattr(args, "unsafe_fixes", None),
         }.items()
         if value is not None
     }
@@ -131,6 +149,10 @@ def cmd_check(args: argparse.Namespace) -> int:
     rules = select_rules(settings.select, settings.ignore, settings.extend_select)
     paths = [p for p in args.paths if _is_program_input(p)] if args.only_programs else args.paths
     run = check_paths(paths, rules, strict=settings.strict)
+    if args.diff:
+        return _check_diff(run, rules, settings)
+    if args.fix:
+        _check_fix(run, rules, settings)
     report = run.report()
     for error in report.errors:
         print(f"error: {error.message}", file=sys.stderr)
@@ -142,6 +164,73 @@ def cmd_check(args: argparse.Namespace) -> int:
     if report.findings and not settings.exit_zero:
         return EXIT_FINDINGS
     return EXIT_CLEAN
+
+
+def _check_diff(run, rules, settings) -> int:
+    """`check --diff`: the fixes as diffs on stdout, nothing written; 1 if any."""
+    from xferlint.api import fix_run
+
+    results, notes = fix_run(run, rules, unsafe_fixes=settings.unsafe_fixes, strict=settings.strict)
+    for error in run.errors:
+        print(f"error: {error.message}", file=sys.stderr)
+    for note in notes:
+        print(f"xferlint: {note}", file=sys.stderr)
+    sys.stdout.write("".join(r.diff() for r in results))
+    changed = [r for r in results if r.changed]
+    fixes = sum(len(r.applied) for r in changed)
+    print(f"Would fix {fixes} finding{'s' if fixes != 1 else ''}." if fixes else "No fixes available.",
+          file=sys.stderr)
+    if run.errors:
+        return EXIT_ERROR
+    return EXIT_FINDINGS if changed else EXIT_CLEAN
+
+
+def _check_fix(run, rules, settings) -> None:
+    """`check --fix`: fix in place what can be written back, in memory otherwise."""
+    from xferlint.api import fix_run
+    from xferlint.fsutil import write_atomic
+
+    results, notes = fix_run(run, rules, unsafe_fixes=settings.unsafe_fixes, strict=settings.strict)
+    for note in notes:
+        print(f"xferlint: {note}", file=sys.stderr)
+    for result in results:
+        for line in result.summary_lines():
+            print(line, file=sys.stderr)
+        origin = next((p.view for p in run.loaded if p.view.input == result.input), None)
+        if not result.changed or origin is None:
+            continue
+        if origin.kind == "pte" and origin.file:
+            write_atomic(origin.file, result.buffer)
+        else:
+            print(f"{result.input}: fixed in memory only (an entry point is code); write the fixed program with "
+                  f"`xferlint fix {result.input} -o OUT.pte`, or use xferlint.fixes.FixTransfersPass in its "
+                  "to_executorch", file=sys.stderr)
+
+
+def cmd_fix(args: argparse.Namespace) -> int:
+    from xferlint.api import fix_input
+    from xferlint.fsutil import write_atomic
+    from xferlint.selection import select_rules
+
+    settings = _settings(args)
+    rules = select_rules(settings.select, settings.ignore, settings.extend_select)
+    output = args.output
+    directory = os.path.dirname(os.path.abspath(output))
+    if not output.endswith(".pte") or os.path.isdir(output):
+        raise UsageError(f"{output}: the output must be a .pte file")
+    if not os.path.isdir(directory):
+        raise UsageError(f"{output}: directory {directory} does not exist")
+    result = fix_input(args.input, rules, unsafe_fixes=settings.unsafe_fixes, strict=settings.strict)
+    data, extra = result.buffer, result.data_files
+    write_atomic(output, data)
+    for name, blob in sorted(extra.items()):
+        write_atomic(os.path.join(directory, name), blob)
+    if args.diff:
+        sys.stdout.write(result.diff())
+    for line in result.summary_lines() + result.notes:
+        print(line)
+    print(f"wrote {output} ({len(data)} bytes)" + (f" and {', '.join(sorted(extra))}" if extra else ""))
+    return EXIT_FINDINGS if result.skipped else EXIT_CLEAN
 
 
 def cmd_rule(args: argparse.Namespace) -> int:
@@ -169,7 +258,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return EXIT_ERROR
-    handler = {"check": cmd_check, "rule": cmd_rule, "schema": cmd_schema}[args.command]
+    handler = {"check": cmd_check, "fix": cmd_fix, "rule": cmd_rule, "schema": cmd_schema}[args.command]
     try:
         return handler(args)
     except XferlintError as exc:

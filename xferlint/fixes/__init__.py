@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Optional
 
-__all__ = ["FixTransfersPass", "fix"]
+__all__ = ["FixTransfersPass", "fix", "fix_native"]
 
 
 def fix(
@@ -37,21 +37,29 @@ def fix(
     its `to_out_var_pass`. An ExecutorchProgramManager is fixed on a copy of its final graphs,
     memory-planned again and emitted anew; `config` then sets the emission options.
     """
-    from xferlint.errors import FixError
-    from xferlint.fixes.program import fix_edge_program, fix_executorch_program
+    from xferlint.analyzer.view import ProgramView
     from xferlint.selection import select_rules
 
     rules = select_rules(select=select, ignore=ignore)
+    origin = ProgramView(input=name, name=name, kind="graph")
+    return fix_native(program, rules, origin, unsafe_fixes=unsafe_fixes, strict=strict, config=config)
+
+
+def fix_native(program: Any, rules, origin, *, unsafe_fixes: bool = False, strict: bool = False, config: Any = None):
+    """`fix` with the rules chosen and the program's origin (input, name, file) given."""
+    from xferlint.errors import FixError
+    from xferlint.fixes.program import fix_edge_program, fix_executorch_program
+
     kinds = {c.__name__ for c in type(program).__mro__}
+    options = dict(unsafe_fixes=unsafe_fixes, strict=strict, config=config)
     if "EdgeProgramManager" in kinds:
-        return fix_edge_program(program, rules, label=name, unsafe_fixes=unsafe_fixes, strict=strict, config=config)
+        return fix_edge_program(program, rules, origin, **options)
     if "ExecutorchProgramManager" in kinds:
-        return fix_executorch_program(program, rules, label=name, unsafe_fixes=unsafe_fixes, strict=strict,
-                                      config=config)
+        return fix_executorch_program(program, rules, origin, **options)
     if "ExportedProgram" in kinds:
-        raise FixError(f"{name}: an ExportedProgram has no device copies to fix yet; lower it "
+        raise FixError(f"{origin.input}: an ExportedProgram has no device copies to fix yet; lower it "
                        "(to_edge_transform_and_lower) and fix the EdgeProgramManager")
-    raise FixError(f"{name}: cannot fix a {type(program).__name__}; expected an EdgeProgramManager or "
+    raise FixError(f"{origin.input}: cannot fix a {type(program).__name__}; expected an EdgeProgramManager or "
                    "ExecutorchProgramManager")
 
 

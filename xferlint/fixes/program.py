@@ -56,6 +56,7 @@ class FixTransfersPass(PassBase):
         strict: bool = False,
         rules: Optional[Sequence[Rule]] = None,
         method_names: Optional[Sequence[str]] = None,
+        origin: Optional[ProgramView] = None,
     ) -> None:
         super().__init__()
         if inner is None:
@@ -67,6 +68,7 @@ class FixTransfersPass(PassBase):
         self.unsafe_fixes = unsafe_fixes
         self.strict = strict
         self.method_names = list(method_names or ())
+        self.origin = origin or ProgramView(input="to_executorch", name="program", kind="graph")
         self.outcomes: list[MethodOutcome] = []
 
     def call(self, graph_module: torch.fx.GraphModule) -> PassResult:
@@ -74,8 +76,8 @@ class FixTransfersPass(PassBase):
         graph_module = result.graph_module if result is not None else graph_module
         index = len(self.outcomes)
         method = self.method_names[index] if index < len(self.method_names) else f"method {index}"
-        outcome = fix_graph_module(graph_module, method, self.rules, unsafe_fixes=self.unsafe_fixes,
-                                   strict=self.strict)
+        outcome = fix_graph_module(graph_module, method, self.rules, program=self.origin,
+                                   unsafe_fixes=self.unsafe_fixes, strict=self.strict)
         self.outcomes.append(outcome)
         return PassResult(graph_module, True)
 
@@ -83,7 +85,7 @@ class FixTransfersPass(PassBase):
 # --------------------------------------------------------------------------- edge programs
 
 
-def fix_edge_program(edge: Any, rules: Sequence[Rule], *, label: str = "program", unsafe_fixes: bool = False,
+def fix_edge_program(edge: Any, rules: Sequence[Rule], origin: ProgramView, *, unsafe_fixes: bool = False,
                      strict: bool = False, config: Any = None) -> FixResult:
     """`to_executorch` a copy of `edge` with FixTransfersPass wrapping `config`'s
     `to_out_var_pass`; the unfixed lowering (and why) if the fixed one does not emit."""
@@ -92,7 +94,8 @@ def fix_edge_program(edge: Any, rules: Sequence[Rule], *, label: str = "program"
     config = config or ExecutorchBackendConfig()
     names = list(getattr(edge, "_edge_programs", {}) or sorted(edge.methods))
     fix_pass = FixTransfersPass(config.to_out_var_pass, rules=rules, unsafe_fixes=unsafe_fixes, strict=strict,
-                                method_names=names)
+                                method_names=names, origin=origin)
+    label = origin.input
     try:
         program = copy.deepcopy(edge).to_executorch(dataclasses.replace(config, to_out_var_pass=fix_pass))
     except Exception as exc:  # noqa: BLE001 - the fixed program does not lower: fall back
@@ -102,7 +105,7 @@ def fix_edge_program(edge: Any, rules: Sequence[Rule], *, label: str = "program"
         outcome = FixResult(input=label, program=program, methods=_unapplied(fix_pass.outcomes, _emit_failure(exc)))
     else:
         outcome = FixResult(input=label, program=program, methods=fix_pass.outcomes)
-    outcome.remaining = _final_check(outcome, label, rules, strict)
+    outcome.remaining = _final_check(outcome, origin, rules, strict)
     return outcome
 
 
@@ -117,19 +120,19 @@ def _lower_unfixed(edge: Any, config: Any, label: str) -> Any:
 # --------------------------------------------------------------------------- executorch programs
 
 
-def fix_executorch_program(program: Any, rules: Sequence[Rule], *, label: str = "program",
+def fix_executorch_program(program: Any, rules: Sequence[Rule], origin: ProgramView, *,
                            unsafe_fixes: bool = False, strict: bool = False, config: Any = None,
                            memory_planning_pass: Any = None) -> FixResult:
     """Fix a copy of every method's final graph, plan memory again, emit a new program."""
     from executorch.exir import ExecutorchProgramManager
 
-    view = ProgramView(input=label, name=label, kind="graph")
+    label = origin.input
     methods: dict[str, Any] = {}
     outcomes: list[MethodOutcome] = []
     notes: list[str] = []
     for name in sorted(program.methods):
         ep = _copy_program(program.exported_program(name))
-        outcome = fix_graph_module(ep.graph_module, name, rules, program=view, signature=ep.graph_signature,
+        outcome = fix_graph_module(ep.graph_module, name, rules, program=origin, signature=ep.graph_signature,
                                    unsafe_fixes=unsafe_fixes, strict=strict)
         if outcome.applied:
             planner = memory_planning_pass or inferred_memory_planning(ep)
@@ -148,7 +151,7 @@ def fix_executorch_program(program: Any, rules: Sequence[Rule], *, label: str = 
             result = FixResult(input=label, program=program, methods=_unapplied(outcomes, _emit_failure(exc)))
         else:
             result = FixResult(input=label, program=fixed, methods=outcomes, notes=notes)
-    result.remaining = _final_check(result, label, rules, strict)
+    result.remaining = _final_check(result, origin, rules, strict)
     return result
 
 
@@ -257,19 +260,20 @@ def _unapplied(outcomes: list[MethodOutcome], reason: str) -> list[MethodOutcome
     return result
 
 
-def _final_check(outcome: FixResult, label: str, rules: Sequence[Rule], strict: bool) -> list[Finding]:
+def _final_check(outcome: FixResult, origin: ProgramView, rules: Sequence[Rule], strict: bool) -> list[Finding]:
     """Lint the program that is returned; an applied fix whose finding is back is an error."""
     from xferlint.api import analyze
     from xferlint.fixes.plan import finding_key
     from xferlint.frontends.executorch import load_graph_program
 
-    view = load_graph_program(outcome.program, input=label, name=label, file=None, strict=strict).view
+    view = load_graph_program(outcome.program, input=origin.input, name=origin.name, file=origin.file,
+                              strict=strict).view
     findings = analyze(view, rules)
     fixed = {p.key for m in outcome.methods for p in m.applied}
     for method in outcome.methods:
         method.remaining = [f for f in findings if f.method == method.method]
     back = [f for f in findings if finding_key(f) in fixed]
     if back:
-        raise FixError(f"{label}: {back[0].code} on {', '.join(back[0].nodes)} is still in the emitted program "
+        raise FixError(f"{origin.input}: {back[0].code} on {', '.join(back[0].nodes)} is still in the emitted program "
                        "after it was fixed; please report it")
     return findings

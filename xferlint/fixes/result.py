@@ -78,7 +78,15 @@ class FixResult:
     @property
     def buffer(self) -> bytes:
         """The fixed program, serialized (what `xferlint fix -o` writes)."""
+        if isinstance(self.program, (bytes, bytearray)):
+            return bytes(self.program)
         return bytes(self.program.buffer)
+
+    @property
+    def data_files(self) -> dict[str, bytes]:
+        """External tensor data (`.ptd`) that goes next to the program, by file name."""
+        data = getattr(self.program, "_tensor_data", None) or {}
+        return {(name if name.endswith(".ptd") else f"{name}.ptd"): bytes(cord) for name, cord in data.items()}
 
     # -- text ---------------------------------------------------------------------------
     def summary_lines(self) -> list[str]:

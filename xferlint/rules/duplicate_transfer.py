@@ -41,22 +41,44 @@ def copy_target(node: Node) -> Optional[Device]:
 
 def duplicate_copies(facts: DeviceFacts) -> Iterator[DuplicateCopy]:
     """Every copy that repeats an earlier one: same kind, same source value, same target
-    device, in the same graph (a copy in a branch or loop body never stands in for one
-    outside it: it may not have run). Same-device round trips are XF001's, not ours."""
-    first_of: dict[tuple, Node] = {}
+    device, and the earlier copy has always run, on the same bytes, when the later one
+    runs (see `_always_before`). Same-device round trips are XF001's, not ours."""
+    earlier: dict[tuple, list[Node]] = {}
     for node in facts.method.nodes:
         target = copy_target(node)
         if target is None or len(node.inputs) != 1 or len(node.outputs) != 1:
             continue
         key = (node.kind, node.scope, node.inputs[0], target)
-        if key not in first_of:
-            first_of[key] = node
+        first = next((e for e in earlier.get(key, ()) if _always_before(facts, e, node)), None)
+        if first is None:
+            earlier.setdefault(key, []).append(node)
             continue
         if node.kind == OpKind.H2D:
             trip = round_trip_at(facts, node)
             if trip is not None and trip.same_device:
                 continue  # XF001 removes both copies; reusing one would hide that
-        yield DuplicateCopy(first=first_of[key], duplicate=node, value=node.inputs[0], device=target)
+        yield DuplicateCopy(first=first, duplicate=node, value=node.inputs[0], device=target)
+
+
+def _always_before(facts: DeviceFacts, first: Node, later: Node) -> bool:
+    """Whether `first` runs, on the same source bytes, every time `later` runs, and its
+    result is still there for `later`'s readers.
+
+    Graph views are SSA with control flow inlined per body: two copies in the same body
+    (`scope`) run together, in order. Views with a CFG (`.pte` slots) must show it: both in
+    one basic block, no write of the source in between, one writer of the first's result.
+    """
+    if first.scope != later.scope:
+        return False
+    cfg = facts.method.cfg
+    if cfg is None:
+        return True
+    if cfg.block_of[first.index] != cfg.block_of[later.index]:
+        return False
+    between = facts.method.nodes[first.index + 1:later.index]
+    if any(later.inputs[0] in n.outputs for n in between):
+        return False
+    return facts.writers(first.output) == [first]
 
 
 def sharing_blocker(facts: DeviceFacts, dup: DuplicateCopy) -> Optional[str]:
