@@ -251,8 +251,8 @@ class FlowFacts:
             for vid in nodes[u].inputs:
                 live.add(vid)
                 mark(reaching_at.get((u, vid), frozenset({ENTRY})))
-        for u in useful:
-            live.update(nodes[u].outputs)
+        # A value is live when a useful node reads it or the method returns it (as the
+        # flow-insensitive liveness of straight-line SSA graphs defines it).
         return cls(reaching_at=reaching_at, at_exit=at_exit, useful=frozenset(useful), live_values=frozenset(live))
 
 

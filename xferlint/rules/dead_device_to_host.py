@@ -66,7 +66,9 @@ class DeadDeviceToHost(Rule):
             if node.kind != OpKind.D2H or not node.outputs:
                 continue
             out = node.output
-            if facts.is_output(out) or facts.is_live(out):
+            # is_useful: the copy's result is returned or read by something that matters
+            # (over a .pte's CFG: on some path before the slot is written again).
+            if facts.is_useful(node):
                 continue
             source = node.inputs[0] if node.inputs else None
             device = facts.device(source)
@@ -85,4 +87,5 @@ class DeadDeviceToHost(Rule):
             )
             producer = facts.writer(source)
             path = ([(producer, "producer")] if producer is not None else []) + [(node, "d2h")]
-            yield ctx.finding(self, message, path, nbytes, anchor=producer or node)
+            finding = ctx.finding(self, message, path, nbytes, anchor=producer or node)
+            yield finding.model_copy(update={"saves_bytes": nbytes, "removes": [node.name]})
