@@ -220,7 +220,6 @@ class _Logical:
         return new(LogicalLocation, name=node, fully_qualified_name=fqn, kind="variable", index=index)
 
 
-@lru_cache(maxsize=256)
 def _binding_line(path: str, attr: str) -> tuple[int, int]:
     """Line and column of the top-level statement that binds `attr` in a .py file."""
     try:
@@ -371,10 +370,8 @@ def _result(finding: Finding, rule_index: int, locator: _Locator, fingerprint: s
 
 def _sort_key(finding: Finding, root: str):
     loc = finding.location
-    where = loc.file if loc is not None else (finding.file or "")
-    uri = _file_uri(where, root).uri if where else ""
     return (
-        uri,
+        _uri_of(finding, root),
         loc.line if loc else 0,
         loc.column if loc else 0,
         finding.code,
