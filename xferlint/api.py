@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional, Sequence
 
 from xferlint.analyzer.facts import DeviceFacts
+from xferlint.analyzer.summary import MethodTransfers, method_transfers
 from xferlint.analyzer.view import ProgramView
 from xferlint.errors import InputError, UnmodelledOpError, XferlintError
 from xferlint.findings import Finding, InputErrorEntry
@@ -28,14 +29,29 @@ def is_program_object(obj: Any) -> bool:
     return any(c.__name__ in _PROGRAM_TYPES for c in type(obj).__mro__)
 
 
-def analyze(view: ProgramView, rules: Sequence[Rule]) -> list[Finding]:
-    """Run the analysis and every rule over every method of a program."""
+def analyze(view: ProgramView, rules: Sequence[Rule], transfers: Optional[list[MethodTransfers]] = None) -> list[Finding]:
+    """Run the analysis and every rule over every method of a program; with `transfers`,
+    also append each method's transfer summary to it."""
     findings: list[Finding] = []
     for method in view.methods:
         ctx = RuleContext(program=view, method=method, facts=DeviceFacts.compute(method))
+        mine: list[Finding] = []
         for rule in rules:
-            findings.extend(rule.check(ctx))
+            mine.extend(rule.check(ctx))
+        findings.extend(mine)
+        if transfers is not None:
+            transfers.append(method_transfers(view.input, view.name, method, ctx.facts, mine))
     return findings
+
+
+def configure(rules: Sequence[Rule], **options: Any) -> Sequence[Rule]:
+    """Hand settings to the rules that declare them (`Rule.options`, e.g. XF009's
+    `max_transfer_bytes`); options that are None are left at the rule's default."""
+    for rule in rules:
+        for key in getattr(rule, "options", ()):
+            if options.get(key) is not None:
+                setattr(rule, key, options[key])
+    return rules
 
 
 def load_program(program: ProgramObject, strict: bool = False) -> LoadedProgram:
@@ -61,9 +77,10 @@ class CheckRun:
     errors: list[InputErrorEntry] = field(default_factory=list)
     loaded: list[LoadedProgram] = field(default_factory=list)
     inputs: int = 0
+    transfers: list[MethodTransfers] = field(default_factory=list)
 
     def report(self) -> Report:
-        return build_report(self.findings, self.errors, self.inputs, len(self.loaded))
+        return build_report(self.findings, self.errors, self.inputs, len(self.loaded), transfers=self.transfers)
 
 
 def _error(label: str, exc: BaseException) -> InputErrorEntry:
@@ -108,13 +125,15 @@ def _check_entry(run: CheckRun, entry: EntryPoint, rules: Sequence[Rule], strict
         run.errors.append(_error(entry.label, exc))
         return
     for loaded in loaded_list:
+        transfers: list[MethodTransfers] = []
         try:
-            findings = analyze(loaded.view, rules)
+            findings = analyze(loaded.view, rules, transfers)
         except Exception as exc:  # noqa: BLE001
             run.errors.append(_error(loaded.view.input, exc))
             continue
         run.loaded.append(loaded)
         run.findings.extend(findings)
+        run.transfers.extend(transfers)
 
 
 def lint(
@@ -124,19 +143,38 @@ def lint(
     select: Optional[Iterable[str]] = None,
     ignore: Optional[Iterable[str]] = None,
     strict: bool = False,
+    max_transfer_bytes: Optional[int] = None,
 ) -> list[Finding]:
     """Lint a program object in-process and return its findings, sorted.
 
     `obj` is an ExportedProgram, EdgeProgramManager, ExecutorchProgramManager, a dict of
     them by name, a zero-argument callable returning one, or a ProgramView. Errors raise
-    (an XferlintError subclass) instead of becoming entries.
+    (an XferlintError subclass) instead of becoming entries. `max_transfer_bytes` is the
+    per-call budget of every method (XF009).
     """
-    rules = select_rules(select=select, ignore=ignore)
+    return lint_report(obj, name=name, select=select, ignore=ignore, strict=strict,
+                       max_transfer_bytes=max_transfer_bytes).findings
+
+
+def lint_report(
+    obj: Any,
+    *,
+    name: str = "program",
+    select: Optional[Iterable[str]] = None,
+    ignore: Optional[Iterable[str]] = None,
+    strict: bool = False,
+    max_transfer_bytes: Optional[int] = None,
+) -> Report:
+    """Like `lint`, but the whole Report: findings and the summary, with the transfer
+    summary (`report.summary.transfers`) of every method."""
+    rules = configure(select_rules(select=select, ignore=ignore), max_transfer_bytes=max_transfer_bytes)
     entry = EntryPoint(label=name, attr=name)
     findings: list[Finding] = []
-    for program in resolve(obj, entry, name):
-        findings.extend(analyze(load_program(program, strict).view, rules))
-    return build_report(findings, [], 1, 1).findings
+    transfers: list[MethodTransfers] = []
+    programs = resolve(obj, entry, name)
+    for program in programs:
+        findings.extend(analyze(load_program(program, strict).view, rules, transfers))
+    return build_report(findings, [], 1, len(programs), transfers=transfers)
 
 
 def fix(

@@ -44,6 +44,17 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--project-root", metavar="DIR", help="Show paths relative to DIR (default: cwd)")
 
 
+def _byte_budget(text: str) -> int:
+    """`--max-transfer-bytes`: a whole number of bytes, 0 or more."""
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of bytes, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"a budget cannot be negative ({value})")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="xferlint",
@@ -60,6 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("-o", "--output", metavar="FILE", help="Write the report to FILE (atomically)")
     check.add_argument("--exit-zero", action="store_true", default=None, help="Exit 0 even when there are findings")
     check.add_argument("--statistics", action="store_true", default=None, help="Show counts per rule")
+    check.add_argument("--max-transfer-bytes", type=_byte_budget, metavar="N",
+                       help="Per-call transfer budget of every method, in bytes: a method whose copies move "
+                            "more is a finding (XF009)")
     check.add_argument("--fix", action="store_true",
                        help="Apply the safe fixes and report what remains (.pte inputs are rewritten in place; "
                             "entry points, which are code, are fixed in memory: `xferlint fix` writes them)")
@@ -102,6 +116,7 @@ def _settings(args: argparse.Namespace):
             "output": getattr(args, "output", None),
             "exit_zero": getattr(args, "exit_zero", None),
             "statistics": getattr(args, "statistics", None),
+            "max_transfer_bytes": getattr(args, "max_transfer_bytes", None),
             "strict": args.strict,
             "project_root": args.project_root,
             "unsafe_fixes": getattr(args, "unsafe_fixes", None),
@@ -141,12 +156,13 @@ def _is_program_input(path: str) -> bool:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from xferlint.api import check_paths
+    from xferlint.api import check_paths, configure
     from xferlint.reporters import ReportOptions, emit
     from xferlint.selection import select_rules
 
     settings = _settings(args)
     rules = select_rules(settings.select, settings.ignore, settings.extend_select)
+    configure(rules, max_transfer_bytes=settings.max_transfer_bytes)
     paths = [p for p in args.paths if _is_program_input(p)] if args.only_programs else args.paths
     run = check_paths(paths, rules, strict=settings.strict)
     if args.diff:

@@ -69,6 +69,13 @@ class Finding(_Frozen):
     fixable: bool
     fix_applicability: Optional[Applicability] = None
     steps: list[Step] = Field(default_factory=list)
+    saves_bytes: Optional[int] = Field(
+        default=None, description="Bytes per call the fix would stop moving (fixable findings); null when unknown"
+    )
+    removes: list[str] = Field(
+        default_factory=list,
+        description="Copy nodes the fix deletes; the transfer summary counts each once across findings",
+    )
 
 
 class InputErrorEntry(_Frozen):

@@ -8,6 +8,7 @@ from typing import Optional
 from pydantic import BaseModel, ConfigDict, Field
 
 from xferlint import __version__
+from xferlint.analyzer.summary import MethodTransfers, TransferSummary, summarize
 from xferlint.findings import Finding, InputErrorEntry
 
 
@@ -22,6 +23,10 @@ class Summary(BaseModel):
     by_code: dict[str, int] = Field(description="Findings per rule code")
     bytes_flagged: Optional[int] = Field(
         description="Sum of `bytes` over the findings that have one (per call)"
+    )
+    transfers: TransferSummary = Field(
+        default_factory=TransferSummary,
+        description="Copies and bytes per call, per method and device pair, and what the fixable findings would save",
     )
 
 
@@ -50,7 +55,8 @@ def _sort_key(finding: Finding):
     )
 
 
-def build_report(findings: list[Finding], errors: list[InputErrorEntry], inputs: int, programs: int) -> Report:
+def build_report(findings: list[Finding], errors: list[InputErrorEntry], inputs: int, programs: int,
+                 transfers: Optional[list[MethodTransfers]] = None) -> Report:
     ordered = sorted(findings, key=_sort_key)
     sized = [f.bytes for f in ordered if f.bytes is not None]
     summary = Summary(
@@ -61,6 +67,7 @@ def build_report(findings: list[Finding], errors: list[InputErrorEntry], inputs:
         errors=len(errors),
         by_code=dict(sorted(Counter(f.code for f in ordered).items())),
         bytes_flagged=sum(sized) if sized else (0 if not ordered else None),
+        transfers=summarize(transfers or ()),
     )
     return Report(version=__version__, findings=ordered, errors=sorted(errors, key=lambda e: e.input), summary=summary)
 

@@ -13,6 +13,7 @@ findings are those of the program `to_executorch` will emit.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import operator
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional
@@ -167,6 +168,9 @@ class _Builder:
     strict: bool
     nodes: list[Node] = field(default_factory=list)
     values: dict[str, Value] = field(default_factory=dict)
+    # The device of each planned memory arena by mem_id, None when memory was not planned.
+    arenas: Optional[dict[int, Device]] = None
+    mutable_buffers: frozenset[str] = frozenset()  # buffers the method writes (by target)
 
     def add(self, **kwargs: Any) -> Node:
         node = Node(index=len(self.nodes), **kwargs)
@@ -289,6 +293,34 @@ class _GraphReader:
         else:
             outputs = self._declare(node, constant_name=target or node.name)
             self._emit(node, OpKind.CONSTANT, (), outputs, target=kind_name.lower())
+            if target in self.b.mutable_buffers and outputs:
+                self.b.values[outputs[0]] = dataclasses.replace(self.b.values[outputs[0]], mutable=True)
+        if outputs:
+            self._start_device(node, outputs[0], constant=kind_name != "USER_INPUT")
+
+    def _start_device(self, node: torch.fx.Node, vid: str, constant: bool) -> None:
+        """Where a method input or constant really starts, when the memory plan says so.
+
+        ExecuTorch's legacy mode (enable_non_cpu_memory_planning=False) tags the specs of a
+        device delegate's inputs with its device but plans them in host memory and inserts
+        no copy: the tag is then a claim, not where the bytes are. A planned input starts in
+        the arena it was planned in; a constant in the program's constant segment, on host;
+        an unplanned input (alloc_graph_input=False, as skip_h2d_for_method_inputs needs)
+        where its spec says, since the caller provides it there.
+        """
+        value = self.b.values.get(vid)
+        if self.b.arenas is None or value is None or value.tensor is None:
+            return
+        spec = node.meta.get("spec")
+        mem_id = getattr(spec, "mem_id", None)
+        if constant:
+            start: Optional[Device] = Device("cpu", 0)
+        elif mem_id is not None:
+            start = self.b.arenas.get(mem_id, Device("cpu", 0))
+        else:
+            start = None
+        if start is not None and value.declared_device is not None and start != value.declared_device:
+            self.b.values[vid] = dataclasses.replace(value, declared_device=start, spec_device=value.declared_device)
 
     def _get_attr(self, node) -> None:
         attr = _resolve_attr(self.gm, node.target)
@@ -501,12 +533,30 @@ def _is_delegate_call(target: Any) -> bool:
 
 def read_method(name: str, gm: torch.fx.GraphModule, signature: Any, strict: bool = False) -> MethodView:
     """Read one method's graph module into a MethodView."""
-    builder = _Builder(strict=strict)
+    builder = _Builder(strict=strict, arenas=_arena_devices(gm), mutable_buffers=_mutable_buffers(signature))
     reader = _GraphReader(builder, gm, "", signature)
     outputs = reader.read()
     inputs = tuple(n.outputs[0] for n in builder.nodes if n.kind == OpKind.INPUT and n.outputs)
     return MethodView(name=name, nodes=tuple(builder.nodes), values=dict(builder.values),
                       inputs=inputs, outputs=tuple(outputs))
+
+
+def _arena_devices(gm: torch.fx.GraphModule) -> Optional[dict[int, Device]]:
+    """The device of each memory arena (mem_id) once memory is planned, else None."""
+    sizes = gm.meta.get("non_const_buffer_sizes")
+    if sizes is None:
+        return None
+    arenas = {index: Device("cpu", 0) for index in range(len(sizes))}
+    for entry in gm.meta.get("non_const_buffer_device") or ():
+        kind = getattr(getattr(entry, "device_type", None), "name", "cpu").lower()
+        arenas[int(entry.buffer_idx)] = Device(kind, int(getattr(entry, "device_index", 0) or 0))
+    return arenas
+
+
+def _mutable_buffers(signature: Any) -> frozenset[str]:
+    """Targets of the buffers a method writes (BUFFER_MUTATION outputs)."""
+    specs = getattr(signature, "output_specs", None) or ()
+    return frozenset(s.target for s in specs if getattr(s.kind, "name", "") == "BUFFER_MUTATION" and s.target)
 
 
 def _has_device_delegate_without_copies(gm: torch.fx.GraphModule) -> bool:

@@ -47,8 +47,32 @@ def _summary(report, options: ReportOptions) -> list[str]:
             lines.append(f"Flagged transfers move {format_bytes(s.bytes_flagged)} per call.")
         if s.fixable:
             lines.append(f"[*] {s.fixable} fixable with `{options.fix_hint}`.")
+    lines.extend(_transfers(s.transfers, options))
     if s.errors:
         lines.append(f"{s.errors} input{'s' if s.errors != 1 else ''} could not be linted (errors on stderr).")
+    return lines
+
+
+def _traffic(t) -> str:
+    """`2 H2D (8.0 KiB), 1 D2H (4.0 KiB)`, with the device pairs and symbolic copies."""
+    if not t.pairs:
+        return "no copies"
+    text = f"{t.h2d_copies} H2D ({format_bytes(t.h2d_bytes)}), {t.d2h_copies} D2H ({format_bytes(t.d2h_bytes)})"
+    pairs = ", ".join(f"{p.source} -> {p.target} {format_bytes(p.bytes)}" for p in t.pairs)
+    symbolic = f", {t.symbolic_copies} of symbolic size" if t.symbolic_copies else ""
+    return f"{text}{symbolic}; {pairs}"
+
+
+def _transfers(t, options: ReportOptions) -> list[str]:
+    """The footer's traffic line (and one line per method with --statistics)."""
+    if not t.methods:
+        return []
+    count = len(t.methods)
+    lines = [f"Transfers per call in {count} method{'s' if count != 1 else ''}: {_traffic(t)}."]
+    if t.fixable_savings:
+        lines[-1] += f" Fixes would save {format_bytes(t.fixable_savings)} per call."
+    if options.statistics:
+        lines += [f"  {m.input} {m.method}: {_traffic(m)}" for m in t.methods]
     return lines
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from functools import partial
 
+from xferlint.analyzer.view import OpKind
 from xferlint.findings import Applicability
-from xferlint.rules._patterns import round_trips, tick
+from xferlint.rules._patterns import round_trip_at, round_trips, tick
 from xferlint.rules.base import Example, Rule, format_bytes
 
 
@@ -13,6 +14,22 @@ def _build(devices, **kwargs):
     from xferlint.testing.models import lowered
 
     return lowered("AddSin", devices, **kwargs)
+
+
+def _savings(facts, trip) -> dict:
+    """What the fix stops moving: the H2D, and the D2H once every reader of it is a
+    same-device round trip that the fix also removes (and it is no output)."""
+    removes = [trip.h2d.name]
+    nbytes = facts.nbytes(trip.h2d.output) if facts.nbytes(trip.h2d.output) is not None else facts.nbytes(trip.value)
+    keeps = facts.is_output(trip.d2h.output) or any(
+        not (r.kind == OpKind.H2D and (t := round_trip_at(facts, r)) is not None and t.same_device)
+        for r in facts.readers(trip.d2h.output)
+    )
+    if not keeps:
+        removes.append(trip.d2h.name)
+        d2h_bytes = facts.nbytes(trip.d2h.output)
+        nbytes = None if nbytes is None or d2h_bytes is None else nbytes + d2h_bytes
+    return {"saves_bytes": nbytes, "removes": removes}
 
 
 class RedundantRoundTrip(Rule):
@@ -86,4 +103,5 @@ class RedundantRoundTrip(Rule):
             path = [(trip.d2h, "d2h"), (trip.h2d, "h2d")] + [(c, "consumer") for c in trip.consumers[:1]]
             if trip.producer is not None:
                 path.insert(0, (trip.producer, "producer"))
-            yield ctx.finding(self, message, path, ctx.facts.nbytes(trip.value), anchor=trip.producer or trip.h2d)
+            finding = ctx.finding(self, message, path, ctx.facts.nbytes(trip.value), anchor=trip.producer or trip.h2d)
+            yield finding.model_copy(update=_savings(ctx.facts, trip))

@@ -54,14 +54,18 @@ class DevicePartitioner(Partitioner):
     `(node, position) -> device or None`. Parameters used by one delegate only are
     absorbed into it (`absorb_constants=False` leaves them outside). Each op gets its own delegate, so two adjacent
     ops on one device are two delegates with a device -> host -> device boundary between
-    them, as a partitioner that cannot fuse them leaves it.
+    them, as a partitioner that cannot fuse them leaves it. `nested=True` also tags the ops
+    inside `cond` branches and `map` bodies (ExecuTorch lowers those into delegates inside
+    the body, where PropagateDevicePass never inserts copies); by default only the
+    top-level graph is partitioned.
     """
 
     def __init__(self, devices: DeviceAssignment, backend: str = DEMO_BACKEND, ops: Sequence[Any] = DEMO_OPS,
                  extra_specs: Sequence[CompileSpec] = (CompileSpec("max_value", bytes([4])),),
-                 absorb_constants: bool = True) -> None:
+                 absorb_constants: bool = True, nested: bool = False) -> None:
         super().__init__()
         self.absorb_constants = absorb_constants
+        self.nested = nested
         self.devices = devices
         self.backend = backend
         self.ops = tuple(ops)
@@ -77,7 +81,7 @@ class DevicePartitioner(Partitioner):
     def partition(self, exported_program: Any) -> PartitionResult:
         tags: dict[str, DelegationSpec] = {}
         position = 0
-        for node in exported_program.graph_module.graph.nodes:
+        for node in self._nodes(exported_program.graph_module):
             if node.op != "call_function" or node.target not in self.ops:
                 continue
             device = self._device_for(node, position)
@@ -93,6 +97,15 @@ class DevicePartitioner(Partitioner):
             # do; one left outside would be copied host->device on every call.
             tag_constant_data(exported_program)
         return PartitionResult(tagged_exported_program=exported_program, partition_tags=tags)
+
+    def _nodes(self, graph_module: torch.fx.GraphModule) -> Iterator[torch.fx.Node]:
+        """The graph's nodes, then (nested=True) those of its control-flow bodies."""
+        yield from graph_module.graph.nodes
+        if self.nested:
+            from executorch.exir.graph_module import get_control_flow_submodules
+
+            for _, body, _ in get_control_flow_submodules(graph_module):
+                yield from self._nodes(body)
 
     def ops_to_not_decompose(self, ep: Any) -> tuple[list[Any], Optional[Callable[[torch.fx.Node], bool]]]:
         keep = [exir_ops.edge.aten.linear.default._op] if exir_ops.edge.aten.linear.default in self.ops else []

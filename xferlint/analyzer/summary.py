@@ -1,0 +1,179 @@
+"""The transfer summary: what crosses the bus per call, per method and per device pair.
+
+Computed from the view and the DeviceFacts, so every frontend gets it. A *copy* is a node
+that moves a tensor between devices: `et_copy._h2d_copy` and `et_copy._d2h_copy` (both
+forms), and `_to_copy`-style ops with an explicit device other than their operand's. Each
+copy in the program counts once: a copy inside a `cond` branch counts although the branch
+may not run, and a copy in a loop body counts once although it runs per iteration
+(`in_control_flow` says how many such copies there are). A copy whose shape is symbolic
+counts in `copies` but not in `bytes` (`symbolic_copies`).
+
+`fixable_savings` is what the fixable findings would stop moving: the bytes of every copy
+node a fix deletes (`Finding.removes`, each node counted once however many findings name
+it), plus `Finding.saves_bytes` of fixable findings that do not list their nodes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from xferlint.analyzer.facts import DeviceFacts
+from xferlint.analyzer.lattice import CPU, Device
+from xferlint.analyzer.view import MethodView, Node, OpKind
+
+H2D, D2H, D2D = "h2d", "d2h", "d2d"
+
+
+@dataclass(frozen=True)
+class Copy:
+    """One transfer node: its direction, its source and target devices, its bytes."""
+
+    node: Node
+    direction: str  # h2d, d2h or d2d
+    source: str  # device of the operand ("unknown" when the analysis has none)
+    target: str
+    nbytes: Optional[int]
+
+
+def _device_name(value) -> str:
+    return str(value) if isinstance(value, Device) else "unknown"
+
+
+def copy_of(node: Node, facts: DeviceFacts) -> Optional[Copy]:
+    """The transfer `node` performs, or None when it moves nothing between devices."""
+    if node.kind not in (OpKind.H2D, OpKind.D2H, OpKind.TO_DEVICE) or not node.inputs:
+        return None
+    source = facts.device(node.inputs[0])
+    if node.kind == OpKind.D2H:
+        target: Optional[Device] = CPU
+    else:
+        target = node.device
+    if target is None:
+        return None
+    if node.kind == OpKind.TO_DEVICE:
+        if not isinstance(source, Device) or source == target:
+            return None
+        direction = H2D if source.is_host else D2H if target.is_host else D2D
+    else:
+        direction = H2D if node.kind == OpKind.H2D else D2H
+    nbytes = facts.nbytes(node.output)
+    if nbytes is None:
+        nbytes = facts.nbytes(node.inputs[0])
+    return Copy(node=node, direction=direction, source=_device_name(source), target=str(target), nbytes=nbytes)
+
+
+def copies(facts: DeviceFacts) -> list[Copy]:
+    """Every transfer of a method, in program order."""
+    found = (copy_of(node, facts) for node in facts.method.nodes)
+    return [c for c in found if c is not None]
+
+
+# --------------------------------------------------------------------------- models
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class PairTraffic(_Frozen):
+    """Copies from one device to another."""
+
+    source: str = Field(description="Device the bytes leave (cpu, cuda:0)")
+    target: str = Field(description="Device the bytes arrive on")
+    copies: int
+    bytes: int = Field(description="Bytes per call (copies of symbolic size not included)")
+
+
+class Traffic(_Frozen):
+    """Counts and bytes per call, by direction and by device pair."""
+
+    h2d_copies: int = 0
+    h2d_bytes: int = 0
+    d2h_copies: int = 0
+    d2h_bytes: int = 0
+    bytes: int = Field(default=0, description="All copies' bytes per call (device-to-device ones included)")
+    symbolic_copies: int = Field(default=0, description="Copies whose size is symbolic: counted, not in bytes")
+    in_control_flow: int = Field(
+        default=0, description="Copies inside cond branches or loop bodies (counted once each)"
+    )
+    pairs: list[PairTraffic] = Field(default_factory=list, description="Per (source, target) device pair")
+    fixable_savings: int = Field(default=0, description="Bytes per call the fixable findings would stop moving")
+
+
+class MethodTransfers(Traffic):
+    """The traffic of one method of one program."""
+
+    input: str = Field(description="The input as given on the command line")
+    program: str
+    method: str
+
+
+class TransferSummary(Traffic):
+    """The traffic of every method linted, and the totals over them."""
+
+    methods: list[MethodTransfers] = Field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- computing
+
+
+def _pairs(items: Iterable[tuple[str, str, int, int]]) -> list[PairTraffic]:
+    table: dict[tuple[str, str], list[int]] = {}
+    for source, target, count, nbytes in items:
+        entry = table.setdefault((source, target), [0, 0])
+        entry[0] += count
+        entry[1] += nbytes
+    return [PairTraffic(source=s, target=t, copies=c, bytes=b) for (s, t), (c, b) in sorted(table.items())]
+
+
+def _savings(found: list[Copy], findings: Iterable) -> int:
+    by_name = {c.node.name: c for c in found}
+    removed: set[str] = set()
+    extra = 0
+    for finding in findings:
+        if not finding.fixable:
+            continue
+        if finding.removes:
+            removed.update(n for n in finding.removes if n in by_name)
+        elif finding.saves_bytes:
+            extra += finding.saves_bytes
+    return sum(by_name[n].nbytes or 0 for n in removed) + extra
+
+
+def traffic_counts(found: list[Copy]) -> dict:
+    """The Traffic fields (but savings) of a list of copies."""
+    sized = [c for c in found if c.nbytes is not None]
+    return dict(
+        h2d_copies=sum(1 for c in found if c.direction == H2D),
+        h2d_bytes=sum(c.nbytes for c in sized if c.direction == H2D),
+        d2h_copies=sum(1 for c in found if c.direction == D2H),
+        d2h_bytes=sum(c.nbytes for c in sized if c.direction == D2H),
+        bytes=sum(c.nbytes for c in sized),
+        symbolic_copies=len(found) - len(sized),
+        in_control_flow=sum(1 for c in found if c.node.scope),
+        pairs=_pairs((c.source, c.target, 1, c.nbytes or 0) for c in found),
+    )
+
+
+def method_transfers(input: str, program: str, method: MethodView, facts: DeviceFacts,
+                     findings: Iterable = ()) -> MethodTransfers:
+    """The traffic of one method; `findings` are that method's findings (for the savings)."""
+    found = copies(facts)
+    mine = [f for f in findings if f.method == method.name and f.program == program and f.input == input]
+    return MethodTransfers(input=input, program=program, method=method.name, fixable_savings=_savings(found, mine),
+                           **traffic_counts(found))
+
+
+def summarize(methods: Iterable[MethodTransfers]) -> TransferSummary:
+    """Totals over methods, sorted by input, program and method."""
+    ordered = sorted(methods, key=lambda m: (m.input, m.program, m.method))
+    total = {
+        key: sum(getattr(m, key) for m in ordered)
+        for key in ("h2d_copies", "h2d_bytes", "d2h_copies", "d2h_bytes", "bytes", "symbolic_copies",
+                    "in_control_flow", "fixable_savings")
+    }
+    pairs = _pairs((p.source, p.target, p.copies, p.bytes) for m in ordered for p in m.pairs)
+    return TransferSummary(methods=ordered, pairs=pairs, **total)

@@ -1,0 +1,195 @@
+"""XF006 constant-transfer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+from typing import Optional
+
+from xferlint.analyzer.facts import DeviceFacts
+from xferlint.analyzer.lattice import CPU
+from xferlint.analyzer.view import Node, OpKind
+from xferlint.rules._patterns import tick
+from xferlint.rules.base import Example, Rule, RuleContext, format_bytes
+
+# Nodes whose result is fixed when all their operands are: computed on host, no effects.
+_PURE_HOST = frozenset({OpKind.COMPUTE, OpKind.ALIAS, OpKind.GETITEM, OpKind.MOVE})
+_KIND_WORDS = {"parameter": "parameter", "buffer": "buffer", "constant_tensor": "lifted constant",
+               "constant": "constant", "custom_obj": "constant"}
+
+
+@dataclass(frozen=True)
+class ConstantOrigin:
+    """Where a copied value comes from when it is the same on every call."""
+
+    constants: tuple[Node, ...]  # the CONSTANT nodes it reads (parameters, buffers, lifted constants)
+    computed: tuple[Node, ...]  # host ops between them (or factories such as full/arange) and the copy
+
+
+def constant_origin(facts: DeviceFacts, vid: str, _memo: Optional[dict] = None) -> Optional[ConstantOrigin]:
+    """The constants `vid` is computed from, when it depends on nothing else, else None.
+
+    A value is constant when it is a parameter, a buffer the program never writes or a
+    lifted constant, or the host result of pure ops (or factories with no operands) over
+    constant values only. A value something writes in place is not constant.
+    """
+    memo = {} if _memo is None else _memo
+    if vid in memo:
+        return memo[vid]
+    memo[vid] = None  # a cycle (a loop-carried value) is not constant
+    writers = facts.writers(vid)
+    if not writers or any(r.mutates for r in facts.readers(vid)):
+        return None
+    constants: dict[int, Node] = {}
+    computed: dict[int, Node] = {}
+    for writer in writers:
+        if writer.kind == OpKind.CONSTANT:
+            value = facts.value(vid)
+            if value is None or value.mutable:
+                return None
+            constants[writer.index] = writer
+            continue
+        if writer.kind not in _PURE_HOST or writer.mutates or any(facts.device(o) != CPU for o in writer.outputs):
+            return None
+        for operand in writer.inputs:
+            origin = constant_origin(facts, operand, memo)
+            if origin is None:
+                return None
+            constants.update((n.index, n) for n in origin.constants)
+            computed.update((n.index, n) for n in origin.computed)
+        if writer.kind in (OpKind.COMPUTE, OpKind.ALIAS):
+            computed[writer.index] = writer
+    origin = ConstantOrigin(tuple(constants[i] for i in sorted(constants)), tuple(computed[i] for i in sorted(computed)))
+    memo[vid] = origin
+    return origin
+
+
+# --------------------------------------------------------------------------- examples
+
+
+def _build(kind: str):
+    import torch
+
+    from xferlint.testing import DevicePartitioner, lower
+
+    class Projection(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.randn(8, 8))
+
+        def forward(self, x):
+            return torch.mm(x, self.weight)
+
+    class OnesBias(torch.nn.Module):
+        def forward(self, x):
+            return x + torch.ones(8, 8)  # built on host on every call
+
+    inputs = (torch.randn(8, 8),)
+    if kind == "parameter":  # not absorbed: lint the edge program (to_executorch crashes on it)
+        return lower(Projection(), inputs, ["cuda:0"], partitioner=DevicePartitioner(["cuda:0"], absorb_constants=False),
+                     to_executorch=False)
+    if kind == "absorbed":
+        return lower(Projection(), inputs, ["cuda:0"])
+    return lower(OnesBias(), inputs, ["cuda:0"])
+
+
+# --------------------------------------------------------------------------- the rule
+
+
+class ConstantTransfer(Rule):
+    """A parameter, buffer or constant is copied host-to-device on every call.
+
+    ## What it does
+    Flags an `_h2d_copy` whose source is the same on every call: a parameter, a buffer the
+    program never writes, a lifted constant, or a host result computed only from those
+    (or from a factory such as `torch.ones`). It reports the bytes and the constant's name.
+
+    ## Why is this bad?
+    The bytes never change, yet they cross the bus on every call and occupy a device
+    buffer planned per call. For weights that is usually the largest transfer in the
+    program. It happens when a partitioner leaves a parameter outside the delegate that
+    uses it (ExecuTorch then copies it in front of the delegate like any input), or when
+    a model builds a constant tensor inside `forward`.
+
+    ## Example
+    ```python
+    class Projection(torch.nn.Module):
+        def forward(self, x):
+            return torch.mm(x, self.weight)   # delegate on cuda:0
+    # partitioned without tag_constant_data: _h2d_copy(p_weight) -> delegate, every call
+    ```
+
+    ## Use instead
+    Let the delegate own its constants: call
+    `executorch.exir.backend.utils.tag_constant_data(exported_program)` in the partitioner
+    so parameters used by a delegate are lowered into it (and uploaded once, at load).
+    Register tensors built in `forward` as buffers (`register_buffer`) so the partitioner
+    can absorb them too, or fold host-side preprocessing of weights into the weights.
+
+    Note: ExecuTorch 1.5.1's `to_executorch` fails with `'NoneType' object has no
+    attribute 'nbytes'` on a parameter copied host-to-device (the copy's spec is marked
+    constant); xferlint reports that failure as this problem and lints the edge program
+    (before `to_executorch`) to show the copy.
+
+    ## References
+    - `executorch.exir.backend.utils.tag_constant_data`
+    - ExecuTorch `PropagateDevicePass._insert_h2d_copies` (one H2D per delegate argument)
+    """
+
+    code = "XF006"
+    name = "constant-transfer"
+    examples = (
+        Example(partial(_build, "parameter"), 1, "a parameter left outside its cuda:0 delegate"),
+        Example(partial(_build, "absorbed"), 0, "the partitioner absorbs the parameter (tag_constant_data)"),
+        Example(partial(_build, "factory"), 1, "torch.ones built in forward and copied to cuda:0"),
+    )
+
+    def check(self, ctx: RuleContext):
+        facts = ctx.facts
+        memo: dict = {}
+        for node in ctx.method.nodes:
+            if node.kind != OpKind.H2D or not node.inputs or node.device is None or node.device.is_host:
+                continue
+            origin = constant_origin(facts, node.inputs[0], memo)
+            if origin is None:
+                continue
+            yield self._finding(ctx, node, origin)
+
+    def _finding(self, ctx: RuleContext, h2d: Node, origin: ConstantOrigin):
+        facts = ctx.facts
+        nbytes = facts.nbytes(h2d.output)
+        if nbytes is None:
+            nbytes = facts.nbytes(h2d.inputs[0])
+        consumers = facts.readers(h2d.output)
+        target = f" for {ctx.describe(consumers[0])}" if consumers else ""
+        names = [_constant_words(facts, c) for c in origin.constants]
+        if not origin.computed:
+            what = names[0] if len(names) == 1 else ", ".join(names)
+            message = (
+                f"{tick(h2d.name)} copies {what} ({format_bytes(nbytes)}) from host to {h2d.device}{target} "
+                f"on every call, though its bytes never change. Let the delegate own it: call "
+                f"`tag_constant_data(exported_program)` in the partitioner so it is lowered into the "
+                f"delegate and uploaded once."
+            )
+            anchor = consumers[0] if consumers else h2d
+        else:
+            last = origin.computed[-1]
+            made = (f"is computed on host from {', '.join(names)} alone" if names
+                    else "builds the same tensor on host on every call (it reads no input)")
+            message = (
+                f"{ctx.describe(last)} {made}, and {tick(h2d.name)} copies the same "
+                f"{format_bytes(nbytes)} to {h2d.device}{target} on every call. Compute it once: register "
+                f"it as a buffer or fold it into the weights, and let the partitioner absorb it into the "
+                f"delegate (`tag_constant_data`)."
+            )
+            anchor = last
+        path = [(c, "constant") for c in origin.constants] + [(n, "host-op") for n in origin.computed]
+        path += [(h2d, "h2d")] + [(c, "consumer") for c in consumers[:1]]
+        return ctx.finding(self, message, path, nbytes, anchor=anchor)
+
+
+def _constant_words(facts: DeviceFacts, node: Node) -> str:
+    value = facts.value(node.output) if node.output else None
+    name = value.constant_name if value is not None and value.constant_name else node.name
+    kind = _KIND_WORDS.get(node.target, "constant")
+    return f"{kind} {tick(name)}"

@@ -1,0 +1,302 @@
+"""XF007 device-mismatch.
+
+Three kinds of finding, one per root cause (whatever follows from a reported mismatch is
+not reported again: its results are *tainted* and checks skip tainted operands):
+
+- `delegate`: a delegate reads a tensor that lives on another device, with no copy
+  between them (a device delegate in a `cond` branch or `map` body, which
+  PropagateDevicePass never visits; every device delegate of a legacy-mode program);
+- `operands`: an op whose tensor operands live on two different devices (the lattice
+  CONFLICT is born there), or a control-flow result that lives on one device when one
+  branch runs and on another when the other does;
+- `declared`: a value whose declared device (TensorSpec.device) disagrees with the
+  device the analysis infers for it, reported where the disagreement starts.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Optional
+
+from xferlint.analyzer.facts import DeviceFacts
+from xferlint.analyzer.lattice import CONFLICT, CPU, Device
+from xferlint.analyzer.view import Node, OpKind
+from xferlint.findings import Severity
+from xferlint.rules._patterns import tick
+from xferlint.rules.base import Example, Rule, RuleContext
+
+_DECLARED_KINDS = frozenset({OpKind.COMPUTE, OpKind.ALIAS, OpKind.GETITEM, OpKind.MOVE})
+
+
+def _tensor(facts: DeviceFacts, vid: str) -> bool:
+    value = facts.value(vid)
+    return value is not None and value.tensor is not None
+
+
+def recorded_device(facts: DeviceFacts, vid: str) -> Optional[Device]:
+    """What the program's metadata says: the spec tag when it differs from where the value
+    starts, else its declared device."""
+    value = facts.value(vid)
+    if value is None:
+        return None
+    return value.spec_device if value.spec_device is not None else value.declared_device
+
+
+def _counted_operands(facts: DeviceFacts, node: Node) -> list[tuple[str, Device]]:
+    """Tensor operands with a device, as the compute transfer function counts them (0-dim
+    host scalars ride along)."""
+    out = []
+    for vid in node.inputs:
+        value = facts.value(vid)
+        device = facts.device(vid)
+        if value is None or value.tensor is None or not isinstance(device, Device):
+            continue
+        if value.tensor.is_scalar and device == CPU:
+            continue
+        out.append((vid, device))
+    return out
+
+
+# --------------------------------------------------------------------------- examples
+
+
+def _build(kind: str):
+    import torch
+    from executorch.exir import ExecutorchBackendConfig
+
+    from xferlint.testing import DevicePartitioner, lower
+    from xferlint.testing.models import AddSinCos, example_inputs
+
+    class BranchOnDevice(torch.nn.Module):
+        def forward(self, flag, x):
+            return torch.cond(flag.sum() > 0, lambda v: torch.sin(v), lambda v: torch.cos(v), (x,))
+
+    if kind == "cond":
+        return lower(BranchOnDevice(), (torch.ones(1), torch.randn(4, 4)), ["cuda:0"],
+                     partitioner=DevicePartitioner(["cuda:0"], nested=True))
+    if kind == "cond-top-level":
+        return lower(BranchOnDevice(), (torch.ones(1), torch.randn(4, 4)), ["cuda:0"])
+    legacy = ExecutorchBackendConfig(enable_non_cpu_memory_planning=(kind != "legacy"))
+    return lower(AddSinCos(), example_inputs(), ["cuda:0"], backend_config=legacy)
+
+
+# --------------------------------------------------------------------------- the rule
+
+
+class DeviceMismatch(Rule):
+    """A tensor is used on a device it does not live on.
+
+    ## What it does
+    Flags programs whose devices do not line up, one finding per root cause:
+
+    - a delegate that reads a tensor living on another device with no copy between them
+      (for example a device delegate inside a `cond` branch or a `map` body, which
+      ExecuTorch's `PropagateDevicePass` does not visit, or any device delegate of a
+      program lowered with `enable_non_cpu_memory_planning=False`);
+    - an op whose tensor operands live on different devices, or a control-flow result
+      that lives on one device after one branch and on another after the other;
+    - a value whose declared device (`TensorSpec.device`) disagrees with the device the
+      analysis infers from where its data comes from, such as a method input tagged
+      `cuda:0` but planned in host memory.
+
+    ## Why is this bad?
+    These programs are wrong, not merely slow: a CUDA kernel handed a host pointer (or a
+    CPU kernel a device pointer) reads garbage or faults, and the runtime plans memory and
+    picks allocators from the declared device, so a wrong tag puts bytes where no kernel
+    looks for them. The CUDA backend rejects some of these at load or run time; others
+    fail only on a machine with a GPU, long after export.
+
+    ## Example
+    ```python
+    def forward(self, flag, x):
+        # sin is delegated to cuda:0 inside the branch: no H2D copy is inserted there
+        return torch.cond(flag.sum() > 0, lambda v: torch.sin(v), lambda v: torch.cos(v), (x,))
+    ```
+
+    ## Use instead
+    Partition only the top-level graph for device backends (keep device delegates out of
+    control-flow bodies), lower with `ExecutorchBackendConfig(enable_non_cpu_memory_planning=True)`
+    (the default since ExecuTorch 1.4) so copies are inserted and device memory is planned,
+    and move tensors explicitly (`.to(device)`) before ops that mix devices.
+
+    ## References
+    - ExecuTorch `PropagateDevicePass` (walks only the top-level graph; legacy mode tags
+      specs without inserting copies)
+    - https://pytorch.org/executorch/
+    """
+
+    code = "XF007"
+    name = "device-mismatch"
+    severity = Severity.ERROR
+    examples = (
+        Example(partial(_build, "cond"), 1, "a cuda:0 delegate inside a cond branch gets no copies"),
+        Example(partial(_build, "cond-top-level"), 0, "the same cond, partitioned at the top level only"),
+        Example(partial(_build, "legacy"), 1, "enable_non_cpu_memory_planning=False: tags, no copies"),
+        Example(partial(_build, "default"), 0, "the same program lowered with device memory planning"),
+    )
+
+    def check(self, ctx: RuleContext):
+        facts = ctx.facts
+        tainted: set[str] = set()
+        explained: set[str] = set()
+        pending: list[Node] = []  # inputs and constants whose tag disagrees with where they start
+        for node in ctx.method.nodes:
+            if node.kind in (OpKind.INPUT, OpKind.CONSTANT):
+                if node.output and _declared_mismatch(facts, node.output):
+                    pending.append(node)
+                continue
+            if node.kind == OpKind.DELEGATE:
+                finding = self._delegate(ctx, node, tainted)
+                if finding is not None:
+                    explained.update(finding.nodes)
+                    yield finding
+                    tainted.update(node.outputs)
+                elif any(v in tainted for v in node.inputs):
+                    tainted.update(node.outputs)
+                continue
+            if any(v in tainted for v in node.inputs):
+                tainted.update(node.outputs)
+                continue
+            if node.kind == OpKind.COMPUTE:
+                operands = _counted_operands(facts, node)
+                if len({d for _, d in operands}) > 1 and all(facts.device(v) is not CONFLICT for v in node.inputs):
+                    yield self._operands(ctx, node, operands)
+                    tainted.update(node.outputs)
+                    continue
+            if node.kind in _DECLARED_KINDS:
+                for vid in node.outputs:
+                    if _declared_mismatch(facts, vid):
+                        yield self._declared(ctx, node, vid)
+                        tainted.update(node.outputs)
+                        break
+        for node in pending:
+            if node.name not in explained:
+                yield self._declared(ctx, node, node.output)
+        yield from self._merges(ctx, tainted)
+
+    # -- the three kinds --------------------------------------------------------------
+    def _delegate(self, ctx: RuleContext, node: Node, tainted: set[str]):
+        facts = ctx.facts
+        expected = node.device or CPU
+        bad = [(v, facts.device(v)) for v in node.inputs
+               if v not in tainted and _tensor(facts, v) and isinstance(facts.device(v), Device)
+               and facts.device(v) != expected]
+        if not bad:
+            return None
+        writers = [facts.writer(v) for v, _ in bad]
+        operands = _grouped(bad)
+        tagged = [v for v, _ in bad if (facts.value(v) and facts.value(v).spec_device is not None)]
+        message = (
+            f"{ctx.describe(node)} runs on {expected} but reads {operands} with no copy to {expected}: "
+            f"the delegate would be handed memory on the wrong device."
+        )
+        if tagged:
+            message += (
+                f" {', '.join(tick(v) for v in tagged)} {'is' if len(tagged) == 1 else 'are'} tagged "
+                f"{facts.value(tagged[0]).spec_device} (TensorSpec.device) but planned in host memory: "
+                f"ExecuTorch's legacy mode (`enable_non_cpu_memory_planning=False`) tags a device delegate's "
+                f"inputs and outputs without inserting copies or planning device memory. Lower with "
+                f"`ExecutorchBackendConfig(enable_non_cpu_memory_planning=True)` (the default since 1.4)."
+            )
+        elif node.scope:
+            message += (
+                f" It sits in the control-flow body `{node.scope}`, and ExecuTorch's PropagateDevicePass "
+                f"walks only the top-level graph: a delegate in a `cond` branch or `map` body gets no H2D "
+                f"for its inputs and no D2H for its outputs. Partition only the top-level graph for device "
+                f"backends, or run this body on the host."
+            )
+        else:
+            message += f" Copy the operand to {expected} before the delegate (as PropagateDevicePass does)."
+        path = [(w, "producer") for w in writers if w is not None] + [(node, "consumer")]
+        return ctx.finding(self, message, path, _sum_bytes(facts, [v for v, _ in bad]), anchor=node)
+
+    def _operands(self, ctx: RuleContext, node: Node, operands: list[tuple[str, Device]]):
+        facts = ctx.facts
+        listed = ", ".join(f"{tick(v)} on {d}" for v, d in operands)
+        message = (
+            f"{ctx.describe(node)} reads {listed}: no kernel reads operands on two devices, so this op "
+            f"reads garbage or faults. Copy the operands to one device before it (`.to(device)` in the model)."
+        )
+        writers = [facts.writer(v) for v, _ in operands]
+        path = [(w, "producer") for w in writers if w is not None] + [(node, "consumer")]
+        return ctx.finding(self, message, path, None, anchor=node)
+
+    def _declared(self, ctx: RuleContext, node: Node, vid: str):
+        facts = ctx.facts
+        value = facts.value(vid)
+        recorded = recorded_device(facts, vid)
+        inferred = facts.device(vid)
+        if node.kind in (OpKind.INPUT, OpKind.CONSTANT):
+            what = "method input" if node.kind == OpKind.INPUT else "constant"
+            message = (
+                f"{what} {tick(vid)} is tagged {recorded} (TensorSpec.device) but its data is in host memory "
+                f"({inferred}): ExecuTorch's legacy mode (`enable_non_cpu_memory_planning=False`) tags "
+                f"specs without inserting copies or planning device memory. Lower with "
+                f"`ExecutorchBackendConfig(enable_non_cpu_memory_planning=True)`."
+            )
+            path = [(node, "value")]
+        else:
+            sources = [(v, facts.device(v)) for v in node.inputs if isinstance(facts.device(v), Device)
+                       and facts.device(v) == inferred]
+            because = f" because it reads {', '.join(f'{tick(v)} on {d}' for v, d in sources[:3])}" if sources else ""
+            message = (
+                f"{ctx.describe(node)} is declared on {recorded} (TensorSpec.device) but its data lives on "
+                f"{inferred}{because}, with no copy between them: the runtime plans its memory and "
+                f"picks kernels by the declaration. Insert the missing copy, or fix the pass that tagged it."
+            )
+            writers = [facts.writer(v) for v, _ in sources[:3]]
+            path = [(w, "producer") for w in writers if w is not None] + [(node, "value")]
+        nbytes = value.tensor.nbytes if value is not None and value.tensor is not None else None
+        return ctx.finding(self, message, path, nbytes, anchor=node)
+
+    def _merges(self, ctx: RuleContext, tainted: set[str]):
+        """Control-flow results written on several paths with different devices."""
+        facts = ctx.facts
+        seen: set[str] = set()
+        for node in ctx.method.nodes:
+            if node.kind != OpKind.MOVE or not node.output or node.output in seen:
+                continue
+            vid = node.output
+            seen.add(vid)
+            writers = facts.writers(vid)
+            if len(writers) < 2 or facts.device(vid) is not CONFLICT:
+                continue
+            sources = [(w, w.inputs[0] if w.inputs else None) for w in writers]
+            devices = [facts.device(s) for _, s in sources]
+            if any(s is None or s in tainted or not isinstance(d, Device) for (_, s), d in zip(sources, devices)):
+                continue
+            if len(set(devices)) < 2:
+                continue
+            listed = ", ".join(f"{tick(s)} on {d}" for (_, s), d in zip(sources, devices))
+            message = (
+                f"{tick(vid)} is written on several control-flow paths with tensors on different devices "
+                f"({listed}): after the branch, no single device holds it. Make every branch return its "
+                f"result on one device."
+            )
+            path = [(w, "merge") for w in writers]
+            yield ctx.finding(self, message, path, None, anchor=writers[0])
+
+
+def _grouped(pairs: list[tuple[str, Device]]) -> str:
+    """`x` and `y` from cpu, `z` from cuda:1."""
+    by_device: dict[str, list[str]] = {}
+    for vid, device in pairs:
+        by_device.setdefault(str(device), []).append(tick(vid))
+    parts = []
+    for device, names in by_device.items():
+        joined = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+        parts.append(f"{joined} from {device}")
+    return ", ".join(parts)
+
+
+def _declared_mismatch(facts: DeviceFacts, vid: str) -> bool:
+    if not _tensor(facts, vid):
+        return False
+    recorded = recorded_device(facts, vid)
+    inferred = facts.device(vid)
+    return isinstance(recorded, Device) and isinstance(inferred, Device) and recorded != inferred
+
+
+def _sum_bytes(facts: DeviceFacts, vids: list[str]) -> Optional[int]:
+    sizes = [facts.nbytes(v) for v in vids]
+    return None if any(s is None for s in sizes) else sum(sizes)

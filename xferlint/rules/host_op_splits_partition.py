@@ -1,0 +1,283 @@
+"""XF005 host-op-splits-partition.
+
+A *host segment* for device D is a set of host ops (COMPUTE, ALIAS and GETITEM nodes whose
+results live on the host) that each lie on a path D2H-from-D -> host ops -> H2D-to-D made
+of host ops only, grouped into one segment when one of them reads what another writes.
+Each segment is one finding: several D2Hs feeding one host op (fan-in) and one segment
+feeding several H2Ds (fan-out) stay one finding, while two host paths that share nothing
+but the D2H they start from are two (two values return to D through different ops).
+A host op that only reads method inputs or constants is never on such a path; a segment
+whose values go on to another device is not a split of D (XF002's territory); a direct
+`h2d(d2h(x))` has no host op at all (XF001).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+
+from xferlint.analyzer.facts import DeviceFacts
+from xferlint.analyzer.lattice import CPU, Device
+from xferlint.analyzer.view import Node, OpKind
+from xferlint.rules._patterns import tick
+from xferlint.rules.base import Example, Rule, RuleContext, format_bytes
+
+HOST_OP_KINDS = frozenset({OpKind.COMPUTE, OpKind.ALIAS, OpKind.GETITEM})
+_SHOWN = 4  # host ops named in a message before "and N more"
+
+
+@dataclass(frozen=True)
+class HostSegment:
+    """Host ops between D2Hs leaving `device` and H2Ds coming back to it."""
+
+    device: Device
+    d2hs: tuple[Node, ...]  # copies that take values off the device into the segment
+    host_ops: tuple[Node, ...]  # in program order
+    h2ds: tuple[Node, ...]  # copies that bring the segment's results back to the device
+
+
+def is_host_op(node: Node, facts: DeviceFacts) -> bool:
+    return node.kind in HOST_OP_KINDS and bool(node.outputs) and all(facts.device(v) == CPU for v in node.outputs)
+
+
+def host_segments(facts: DeviceFacts) -> list[HostSegment]:
+    """Every host segment of the method, for every device, in program order."""
+    nodes = facts.method.nodes
+    devices = sorted({n.device for n in nodes if n.kind == OpKind.H2D and n.device and not n.device.is_host})
+    segments: list[HostSegment] = []
+    for device in devices:
+        segments.extend(_segments_for(facts, device))
+    return sorted(segments, key=lambda s: (s.host_ops[0].index, str(s.device)))
+
+
+def _segments_for(facts: DeviceFacts, device: Device) -> list[HostSegment]:
+    nodes = facts.method.nodes
+    host = {n.index for n in nodes if is_host_op(n, facts)}
+    d2hs = [n for n in nodes if n.kind == OpKind.D2H and n.inputs and facts.device(n.inputs[0]) == device]
+    h2ds = [n for n in nodes if n.kind == OpKind.H2D and n.device == device and n.inputs]
+
+    forward = _reach(
+        (r.index for d in d2hs for v in d.outputs for r in facts.readers(v) if r.index in host),
+        lambda i: (r.index for v in nodes[i].outputs for r in facts.readers(v) if r.index in host),
+    )
+    backward = _reach(
+        (w.index for h in h2ds for w in facts.writers(h.inputs[0]) if w.index in host),
+        lambda i: (w.index for v in nodes[i].inputs for w in facts.writers(v) if w.index in host),
+    )
+    split = forward & backward
+    if not split:
+        return []
+
+    parent = {i: i for i in split}
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i in split:
+        for v in nodes[i].inputs:
+            for w in facts.writers(v):
+                if w.index in split:
+                    parent[find(i)] = find(w.index)
+
+    groups: dict[int, list[int]] = {}
+    for i in sorted(split):
+        groups.setdefault(find(i), []).append(i)
+    result = []
+    for members in groups.values():
+        member_set = set(members)
+        entry = tuple(d for d in d2hs if any(r.index in member_set for v in d.outputs for r in facts.readers(v)))
+        exit_ = tuple(h for h in h2ds if any(w.index in member_set for w in facts.writers(h.inputs[0])))
+        result.append(HostSegment(device=device, d2hs=entry, host_ops=tuple(nodes[i] for i in members), h2ds=exit_))
+    return result
+
+
+def _reach(start, step) -> set[int]:
+    seen: set[int] = set()
+    work = list(start)
+    while work:
+        i = work.pop()
+        if i in seen:
+            continue
+        seen.add(i)
+        work.extend(step(i))
+    return seen
+
+
+# --------------------------------------------------------------------------- examples
+
+
+def _build(kind: str):
+    import torch
+
+    from xferlint.testing import lower
+
+    class SplitByCumsum(torch.nn.Module):
+        """add (cuda:0) -> cumsum (host) -> sin (cuda:0): the host op splits the partition."""
+
+        def forward(self, x, y):
+            return torch.sin(torch.cumsum(x + y, 0))
+
+    class CumsumFirst(torch.nn.Module):
+        """cumsum (host) runs on the input before the device partition: nothing comes back."""
+
+        def forward(self, x, y):
+            return torch.sin(torch.cumsum(x, 0) + y)
+
+    inputs = (torch.randn(8, 8), torch.randn(8, 8))
+    if kind == "split":
+        return lower(SplitByCumsum(), inputs, ["cuda:0"])
+    if kind == "two-devices":
+        return lower(SplitByCumsum(), inputs, ["cuda:0", "cuda:1"])
+    return lower(CumsumFirst(), inputs, ["cuda:0"])
+
+
+# --------------------------------------------------------------------------- the rule
+
+
+class HostOpSplitsPartition(Rule):
+    """A value leaves a device for host ops and comes back to the same device.
+
+    ## What it does
+    Flags every *host segment*: host ops that sit on a path device -> `_d2h_copy` -> one or
+    more host ops -> `_h2d_copy` -> the same device (same type and index). Each finding
+    names the host ops and their source lines, the delegates on either side and the bytes
+    moved both ways per call. Host ops connected to each other form one segment, so
+    several values leaving the device into one op, or one result going back to several
+    delegates, is one finding.
+
+    It does not flag a direct `_h2d_copy(_d2h_copy(x))` with no host op between (that is
+    XF001), a value that comes back to a *different* device (XF002's kind of move), or
+    host ops that only read method inputs or constants.
+
+    ## Why is this bad?
+    A partitioner hands a backend the ops it supports; one op it cannot take (a `cumsum`,
+    a custom op, a data-dependent shape) splits what would have been one device partition
+    into two delegates with a round trip through host memory between them. Every call
+    then copies the value off the device, waits for the stream, runs the op on the CPU
+    and copies the result back: two bus crossings and two synchronizations, usually far
+    more expensive than the op itself. ExecuTorch cannot elide these copies: they are
+    needed for the host op to run.
+
+    ## Example
+    ```python
+    a = x + y                 # delegate on cuda:0
+    b = torch.cumsum(a, 0)    # no cuda:0 kernel: runs on host
+    return torch.sin(b)       # delegate on cuda:0
+    # lowered: getitem (cuda:0) -> _d2h_copy -> cumsum -> _h2d_copy (cuda:0) -> delegate_1
+    ```
+
+    ## Use instead
+    Let the device backend take the op (a backend or partitioner that supports it, a
+    custom kernel, or a rewrite into ops it supports), or move the op off the hot path:
+    before the first device partition or after the last one, where its input or output
+    crosses the bus anyway.
+
+    ```python
+    b = torch.cumsum(x, 0)    # on host, before anything runs on cuda:0
+    return torch.sin(b + y)   # one partition on cuda:0
+    ```
+
+    ## References
+    - ExecuTorch `PropagateDevicePass` (a D2H after every device output, an H2D before
+      every device input)
+    - https://pytorch.org/executorch/
+    """
+
+    code = "XF005"
+    name = "host-op-splits-partition"
+    examples = (
+        Example(partial(_build, "split"), 1, "cumsum on host between two cuda:0 delegates"),
+        Example(partial(_build, "host-first"), 0, "the host op runs before the device partition"),
+        Example(partial(_build, "two-devices"), 0, "the value goes on to cuda:1, not back to cuda:0"),
+    )
+
+    def check(self, ctx: RuleContext):
+        for segment in host_segments(ctx.facts):
+            yield self._finding(ctx, segment)
+
+    def _finding(self, ctx: RuleContext, seg: HostSegment):
+        facts = ctx.facts
+        producers = _unique(w for d in seg.d2hs for w in facts.writers(d.inputs[0]))
+        delegates_before = _unique(_delegate_behind(facts, p) for p in producers)
+        consumers = _unique(r for h in seg.h2ds for r in facts.readers(h.output))
+        out_bytes = _sum(facts.nbytes(d.output) if facts.nbytes(d.output) is not None else facts.nbytes(d.inputs[0])
+                         for d in seg.d2hs)
+        back_bytes = _sum(facts.nbytes(h.output) if facts.nbytes(h.output) is not None else facts.nbytes(h.inputs[0])
+                          for h in seg.h2ds)
+        total = None if out_bytes is None or back_bytes is None else out_bytes + back_bytes
+
+        values = ", ".join(tick(d.inputs[0]) for d in seg.d2hs)
+        before = _names(ctx, delegates_before or producers)
+        after = _names(ctx, consumers)
+        ops = _host_ops(ctx, seg.host_ops)
+        kinds = sorted({op_name(n.target) for n in seg.host_ops if n.kind == OpKind.COMPUTE}) or [
+            op_name(seg.host_ops[0].target)]
+        message = (
+            f"{values} leave{'s' if len(seg.d2hs) == 1 else ''} {seg.device} (from {before}) for host "
+            f"op{'s' if len(seg.host_ops) > 1 else ''} {ops}, and the result comes back to {seg.device} "
+            f"for {after}: the host op{'s split' if len(seg.host_ops) > 1 else ' splits'} one {seg.device} "
+            f"partition in two, moving {format_bytes(out_bytes)} to host and {format_bytes(back_bytes)} back "
+            f"per call ({len(seg.d2hs)} D2H, {len(seg.h2ds)} H2D), with a stream sync at each crossing. "
+            f"Let the {seg.device} backend take {', '.join(f'`{k}`' for k in kinds[:_SHOWN])} (a partitioner "
+            f"or kernel that supports it), or move the op off the hot path, before the first or after "
+            f"the last {seg.device} partition."
+        )
+        path = ([(p, "producer") for p in producers] + [(d, "d2h") for d in seg.d2hs]
+                + [(n, "host-op") for n in seg.host_ops] + [(h, "h2d") for h in seg.h2ds]
+                + [(c, "consumer") for c in consumers])
+        return ctx.finding(self, message, path, total, anchor=_first_located(ctx, seg.host_ops))
+
+
+def op_name(target: str) -> str:
+    """`aten.cumsum.out` -> `aten.cumsum`: the operator, whichever overload the program runs."""
+    head, _, overload = target.rpartition(".")
+    return head if head and (overload == "out" or overload.endswith("_out")) else target
+
+
+def _delegate_behind(facts: DeviceFacts, node: Node):
+    """The delegate whose result `node` (a getitem, usually) carries, else the node."""
+    if node.kind == OpKind.GETITEM and node.inputs:
+        writer = facts.writer(node.inputs[0])
+        if writer is not None and writer.kind == OpKind.DELEGATE:
+            return writer
+    return node
+
+
+def _unique(nodes) -> list[Node]:
+    seen: dict[int, Node] = {}
+    for node in nodes:
+        if node is not None:
+            seen.setdefault(node.index, node)
+    return [seen[i] for i in sorted(seen)]
+
+
+def _sum(values):
+    values = list(values)
+    return None if any(v is None for v in values) else sum(values)
+
+
+def _names(ctx: RuleContext, nodes: list[Node]) -> str:
+    if not nodes:
+        return "an unknown producer"
+    shown = [ctx.describe(n) for n in nodes[:_SHOWN]]
+    more = f" and {len(nodes) - _SHOWN} more" if len(nodes) > _SHOWN else ""
+    return ", ".join(shown) + more
+
+
+def _host_ops(ctx: RuleContext, nodes: tuple[Node, ...]) -> str:
+    def one(node: Node) -> str:
+        loc = node.location
+        where = f", line {loc.line}: `{loc.code}`" if loc is not None and loc.code else (
+            f", line {loc.line}" if loc is not None else "")
+        return f"`{op_name(node.target)}` ({tick(node.name)}{where})"
+
+    shown = [one(n) for n in nodes[:_SHOWN]]
+    more = f" and {len(nodes) - _SHOWN} more" if len(nodes) > _SHOWN else ""
+    return ", ".join(shown) + more
+
+
+def _first_located(ctx: RuleContext, nodes) -> Node:
+    return next((n for n in nodes if n.location is not None), nodes[0])
