@@ -223,6 +223,10 @@ def load_entry_point(entry: EntryPoint) -> list[ProgramObject]:
     if not hasattr(module, entry.attr):
         what = "top-level `program`" if entry.attr == PROGRAM_ATTR else f"attribute `{entry.attr}`"
         raise InputError(f"{entry.label}: {where} has no {what}; point at one with `{where}:NAME`")
+    if entry.file is None and getattr(module, "__file__", None):
+        # A module entry point still has a file: reporters fall back to it for findings
+        # without source lines, and errors point into it.
+        entry = EntryPoint(label=entry.label, file=module.__file__, module=entry.module, attr=entry.attr)
     return resolve(getattr(module, entry.attr), entry, entry.attr)
 
 
