@@ -237,3 +237,24 @@ def test_cfg_liveness_equals_graph_liveness_on_straight_line_ssa(seed):
     for node in method.nodes:
         assert with_cfg.is_useful(node) == without.is_useful(node), node.name
     assert with_cfg.devices == without.devices
+
+
+def test_past_the_work_limit_liveness_is_flow_insensitive_and_conservative():
+    from xferlint.analyzer.cfg import FlowFacts
+
+    method = _method(
+        [
+            (OpKind.INPUT, [], ["x"]),
+            (OpKind.INPUT, [], ["y"]),
+            (OpKind.D2H, ["x"], ["h"]),
+            (OpKind.MOVE, ["y"], ["h"]),
+            (OpKind.COMPUTE, ["h"], ["o"]),
+        ],
+        outputs=["o"], declared={"x": CUDA0},
+    )
+    exact = FlowFacts.compute(method, method.cfg)
+    rough = FlowFacts.compute(method, method.cfg, work_limit=1)
+    assert exact.exact and not rough.exact
+    assert exact.useful <= rough.useful  # it may keep a dead copy, never drop a used one
+    assert 2 in rough.useful and 2 not in exact.useful
+    assert rough.reaching(4, "h") >= exact.reaching(4, "h")

@@ -22,6 +22,7 @@ after which the method may return.
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Iterable, Optional
@@ -126,18 +127,17 @@ class ControlFlowGraph:
 
     @cached_property
     def conditional_nodes(self) -> frozenset[int]:
-        """Reachable nodes that some path from the entry to an exit avoids (branch bodies)."""
+        """Reachable nodes that some path from the entry to an exit avoids (branch bodies):
+        every reachable block except those that dominate the (virtual) exit."""
         if not self.blocks:
             return frozenset()
         exit_blocks = {self.block_of[i] for i in self.exits}
-        avoidable: set[int] = set()
-        reachable_blocks = _reach(0, self.block_successors, None)
-        if not exit_blocks & reachable_blocks:
+        unavoidable = _dominators_of_exit(self.block_successors, exit_blocks)
+        if unavoidable is None:  # no exit is reachable: nothing is "on every path"
             return frozenset()
-        for b in reachable_blocks:
-            if b == 0:
-                continue
-            if _reach(0, self.block_successors, b) & exit_blocks:
+        avoidable: set[int] = set()
+        for b in _reach(0, self.block_successors):
+            if b not in unavoidable:
                 first, last = self.blocks[b]
                 avoidable.update(range(first, last + 1))
         return frozenset(avoidable)
@@ -147,14 +147,68 @@ class ControlFlowGraph:
         return node in self.loop_nodes or node in self.conditional_nodes
 
 
-def _reach(start: int, successors: tuple[tuple[int, ...], ...], removed: Optional[int]) -> set[int]:
-    if start == removed:
-        return set()
+def _dominators_of_exit(successors: tuple[tuple[int, ...], ...], exit_blocks: set[int]) -> Optional[set[int]]:
+    """The blocks on every path from block 0 to an exit block (Cooper, Harvey and Kennedy's
+    iterative dominators, with a virtual exit after the exit blocks); None if no exit is
+    reachable."""
+    n = len(successors)
+    virtual = n
+    succ = [list(s) + ([virtual] if b in exit_blocks else []) for b, s in enumerate(successors)] + [[]]
+    order: list[int] = []  # postorder, iteratively
+    seen = {0}
+    work = [(0, 0)]
+    while work:
+        v, edge = work.pop()
+        if edge < len(succ[v]):
+            work.append((v, edge + 1))
+            w = succ[v][edge]
+            if w not in seen:
+                seen.add(w)
+                work.append((w, 0))
+        else:
+            order.append(v)
+    if virtual not in seen:
+        return None
+    post = {v: i for i, v in enumerate(order)}
+    preds: dict[int, list[int]] = {v: [] for v in order}
+    for v in order:
+        for w in succ[v]:
+            preds[w].append(v)
+    idom: dict[int, int] = {0: 0}
+    rpo = [v for v in reversed(order) if v != 0]
+    changed = True
+    while changed:
+        changed = False
+        for v in rpo:
+            candidates = [p for p in preds[v] if p in idom]
+            new = candidates[0]
+            for p in candidates[1:]:
+                a, b = p, new
+                while a != b:
+                    while post[a] < post[b]:
+                        a = idom[a]
+                    while post[b] < post[a]:
+                        b = idom[b]
+                new = a
+            if idom.get(v) != new:
+                idom[v] = new
+                changed = True
+    chain = set()
+    v = idom[virtual]
+    while True:
+        chain.add(v)
+        if v == 0:
+            break
+        v = idom[v]
+    return chain
+
+
+def _reach(start: int, successors: tuple[tuple[int, ...], ...]) -> set[int]:
     seen = {start}
     stack = [start]
     while stack:
         for j in successors[stack.pop()]:
-            if j != removed and j not in seen:
+            if j not in seen:
                 seen.add(j)
                 stack.append(j)
     return seen
@@ -206,33 +260,54 @@ def _strongly_connected(successors: tuple[tuple[int, ...], ...]) -> list[list[in
 # --------------------------------------------------------------------------- dataflow
 
 _EFFECT_KINDS = frozenset({"delegate", "unknown", "control"})
+# Reaching definitions cost (blocks x slots written) on a program with many jumps; past this
+# many state entries the analysis falls back to the flow-insensitive answer (every write
+# reaches every read), which can only make more writes useful, never fewer.
+WORK_LIMIT = 3_000_000
 
 
 @dataclass
 class FlowFacts:
     """Reaching definitions and usefulness of one method over its CFG."""
 
-    reaching_at: dict[tuple[int, str], frozenset[int]]  # (reader node, value) -> writer nodes / ENTRY
+    reaching_at: Optional[dict[tuple[int, str], frozenset[int]]]  # (reader, value) -> writers / ENTRY
     at_exit: dict[str, frozenset[int]]  # value -> writers whose value the method can return
     useful: frozenset[int]  # node indices
     live_values: frozenset[str]
+    writers: dict[str, frozenset[int]]  # every writer of each value (the fallback's answer)
+    exact: bool = True  # False when the work limit made the analysis flow-insensitive
 
     def reaching(self, node: int, vid: str) -> frozenset[int]:
+        if self.reaching_at is None:
+            return self.writers.get(vid, frozenset()) | {ENTRY}
         return self.reaching_at.get((node, vid), frozenset({ENTRY}))
 
     @classmethod
     def compute(cls, method: "MethodView", cfg: ControlFlowGraph,
-                effectful: Optional[Iterable[int]] = None) -> "FlowFacts":
+                effectful: Optional[Iterable[int]] = None, work_limit: int = WORK_LIMIT) -> "FlowFacts":
         nodes = method.nodes
         if len(cfg) != len(nodes):
             raise ValueError(f"CFG has {len(cfg)} nodes, the method {len(nodes)}")
-        reaching_at, at_exit = _reaching_definitions(method, cfg)
+        writers: dict[str, set[int]] = {}
+        for node in nodes:
+            if node.index in cfg.reachable:
+                for vid in node.outputs:
+                    writers.setdefault(vid, set()).add(node.index)
+        frozen_writers = {v: frozenset(w) for v, w in writers.items()}
+        exact = True
+        try:
+            reaching_at, at_exit = _reaching_definitions(method, cfg, work_limit)
+        except _TooMuchWork:
+            exact = False
+            reaching_at = None
+            at_exit = {v: frozen_writers.get(v, frozenset()) | {ENTRY} for v in method.outputs if v is not None}
         roots = set(effectful) if effectful is not None else {
             n.index for n in nodes if n.kind.value in _EFFECT_KINDS or n.mutates
         }
         roots &= cfg.reachable
         useful: set[int] = set()
         work: list[int] = []
+        expanded: set[str] = set()  # flow-insensitive mode: values whose writers are all marked
 
         def mark(defs: Iterable[int]) -> None:
             for d in defs:
@@ -250,13 +325,22 @@ class FlowFacts:
             u = work.pop()
             for vid in nodes[u].inputs:
                 live.add(vid)
-                mark(reaching_at.get((u, vid), frozenset({ENTRY})))
+                if reaching_at is not None:
+                    mark(reaching_at.get((u, vid), frozenset({ENTRY})))
+                elif vid not in expanded:
+                    expanded.add(vid)
+                    mark(frozen_writers.get(vid, ()))
         # A value is live when a useful node reads it or the method returns it (as the
         # flow-insensitive liveness of straight-line SSA graphs defines it).
-        return cls(reaching_at=reaching_at, at_exit=at_exit, useful=frozenset(useful), live_values=frozenset(live))
+        return cls(reaching_at=reaching_at, at_exit=at_exit, useful=frozenset(useful), live_values=frozenset(live),
+                   writers=frozen_writers, exact=exact)
 
 
-def _reaching_definitions(method: "MethodView", cfg: ControlFlowGraph):
+class _TooMuchWork(Exception):
+    pass
+
+
+def _reaching_definitions(method: "MethodView", cfg: ControlFlowGraph, work_limit: int):
     """Per read, the writes that reach it; per value, the writes that reach the exit.
 
     States map a value to the set of nodes whose write of it may be current; a value absent
@@ -276,11 +360,15 @@ def _reaching_definitions(method: "MethodView", cfg: ControlFlowGraph):
     entry_set = frozenset({ENTRY})
     out: list[Optional[dict[str, frozenset[int]]]] = [None] * len(blocks)
     preds = cfg.block_predecessors
+    budget = [work_limit]
 
     def block_in(b: int) -> dict[str, frozenset[int]]:
         sources = [out[p] for p in preds[b] if out[p] is not None]
         if b == 0:
             sources.append({})
+        budget[0] -= sum(len(s) for s in sources) + 1  # type: ignore[arg-type]
+        if budget[0] < 0:
+            raise _TooMuchWork
         if not sources:
             return {}
         if len(sources) == 1:
@@ -296,10 +384,10 @@ def _reaching_definitions(method: "MethodView", cfg: ControlFlowGraph):
             merged[key] = acc
         return merged
 
-    work = [b for b in range(len(blocks)) if b in reachable_blocks]
+    work = deque(b for b in range(len(blocks)) if b in reachable_blocks)
     queued = set(work)
     while work:
-        b = work.pop(0)
+        b = work.popleft()
         queued.discard(b)
         state = block_in(b)
         state.update(gen[b])

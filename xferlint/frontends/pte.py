@@ -382,10 +382,25 @@ def _scopes(chain: pp.Chain) -> list[str]:
     scopes = [""] * n
     if not regions:
         return scopes
-    regions.sort(key=lambda r: r[1] - r[0], reverse=True)  # widest first, innermost wins
+    # Narrowest first; each instruction takes the first (innermost) region that covers it.
+    # `skip` jumps over instructions already labelled, so the whole pass is near-linear.
+    regions.sort(key=lambda r: r[1] - r[0])
+    skip = list(range(n + 1))
+
+    def free(k: int) -> int:
+        root = k
+        while skip[root] != root:
+            root = skip[root]
+        while skip[k] != root:
+            skip[k], k = root, skip[k]
+        return root
+
     for first, last, label in regions:
-        for k in range(max(first, 0), min(last, n - 1) + 1):
+        k = free(max(first, 0))
+        while k <= min(last, n - 1):
             scopes[k] = label
+            skip[k] = k + 1
+            k = free(k + 1)
     return scopes
 
 

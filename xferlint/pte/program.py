@@ -22,6 +22,7 @@ from xferlint.pte.container import Container, PteFormatError, parse_container
 from xferlint.pte.schema import generated
 
 MAX_RANK = 64  # ExecuTorch's runtime allows 16; anything far above is corruption
+MAX_TEXT = 200  # longer names are cut in messages
 
 # EValue kinds (KernelTypes union tags)
 NULL, INT, BOOL, DOUBLE, TENSOR, STRING, INT_LIST, DOUBLE_LIST, BOOL_LIST, TENSOR_LIST, OPT_TENSOR_LIST = range(1, 12)
@@ -180,11 +181,19 @@ class _Decoder:
         return n
 
     def text(self, raw: Any) -> str:
+        """A string field as text that is safe in a one-line message: charged against the
+        budget, control characters escaped, at most MAX_TEXT characters."""
         if raw is None:
             return ""
-        if isinstance(raw, (bytes, bytearray)):
-            return bytes(raw).decode("utf-8", errors="replace")
-        return str(raw)
+        self.budget -= len(raw) + 1
+        if self.budget < 0:
+            raise PteFormatError(f"corrupt flatbuffer: {self.where}: strings overlap beyond the file's size")
+        text = bytes(raw).decode("utf-8", errors="replace") if isinstance(raw, (bytes, bytearray)) else str(raw)
+        if len(text) > MAX_TEXT:
+            text = text[:MAX_TEXT] + "..."
+        if not text.isprintable():
+            text = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text)
+        return text
 
     # -- program --------------------------------------------------------------------
     def program(self) -> PteProgram:

@@ -1,0 +1,170 @@
+"""Bad `.pte` input: one clear line and exit 2, never a crash, a hang or a traceback.
+
+Targeted corruptions of real lowered programs (an index pointed out of range, a count made
+huge, the file cut short at each structural boundary, a wrong identifier) check the message
+says what is wrong; a bounded fuzz run over thousands of mutated real programs checks that
+nothing but a one-line InputError ever comes out, and that the CLI keeps linting the other
+inputs and prints no traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import struct
+import subprocess
+import sys
+import time
+
+import pytest
+
+from pte_fuzz import lint_bytes, mutate
+from xferlint.pte.schema import generated
+
+FUZZ_CASES = 2500
+FUZZ_SOURCES = ["addsin-noelide", "cond-nested", "map-nested", "multi-output", "two-methods"]
+
+
+def _patch(data: bytes, pos: int, value: int) -> bytes:
+    buf = bytearray(data)
+    struct.pack_into("<I", buf, pos, value & 0xFFFFFFFF)
+    return bytes(buf)
+
+
+def _plan(data: bytes):
+    fb = generated()
+    return fb.Program.Program.GetRootAs(data, 0).ExecutionPlan(0)
+
+
+def _kernel_args_pos(data: bytes, instruction: int) -> int:
+    """Byte offset of the first argument of a KernelCall / DelegateCall."""
+    fb = generated()
+    ins = _plan(data).Chains(0).Instructions(instruction)
+    call = fb.KernelCall.KernelCall()
+    call.Init(ins.InstrArgs().Bytes, ins.InstrArgs().Pos)
+    return call._tab.Vector(call._tab.Offset(6))
+
+
+def _field_pos(table, vtable_offset: int) -> int:
+    """Byte offset of a scalar field (which must be stored, i.e. not its default)."""
+    tab = getattr(table, "_tab", table)
+    offset = tab.Offset(vtable_offset)
+    assert offset, "the field holds its default and is not stored"
+    return tab.Pos + offset
+
+
+def _cases(pte_bytes):
+    noelide = pte_bytes("addsin-noelide")
+    cond = pte_bytes("cond-nested")
+    plan = _plan(noelide)
+    values_vector = plan._tab.Vector(plan._tab.Offset(8))
+    fb = generated()
+    kernel = plan.Chains(0).Instructions(3).InstrArgs()  # op_index 1 (0 is not stored)
+    jump_table = _plan(cond).Chains(0).Instructions(2).InstrArgs()
+    jump = fb.JumpFalseCall.JumpFalseCall()
+    jump.Init(jump_table.Bytes, jump_table.Pos)
+    return {
+        "empty": (b"", "empty file"),
+        "tiny": (noelide[:5], "too short"),
+        "wrong magic": (noelide[:4] + b"XXXX" + noelide[8:], "not an ExecuTorch program"),
+        "zip": (b"PK\x03\x04" + bytes(60), "zip archive"),
+        "old schema": (noelide[:4] + b"ET09" + noelide[8:], "schema version ET09"),
+        "truncated program": (noelide[: len(noelide) // 3], "truncated"),
+        "truncated segments": (noelide[:-40], "truncated"),
+        "value index out of range": (_patch(noelide, _kernel_args_pos(noelide, 0), 9999),
+                                     "refers to value 9999"),
+        "negative value index": (_patch(noelide, _kernel_args_pos(noelide, 0), -7), "refers to value -7"),
+        "operator index out of range": (_patch(noelide, _field_pos(kernel, 4), 77), "calls operator 77"),
+        "delegate index out of range": (_patch(noelide, _field_pos(plan.Chains(0).Instructions(5).InstrArgs(), 4), 5),
+                                        "calls delegate 5"),
+        "huge value count": (_patch(noelide, values_vector - 4, 0xFFFFFFF0), "claims"),
+        "jump out of range": (_patch(cond, _field_pos(jump, 6), 4000), "jumps to instruction 4000"),
+        "root offset out of range": (_patch(noelide, 0, 0x7FFFFFF0), "root table offset"),
+    }
+
+
+CASE_NAMES = ["empty", "tiny", "wrong magic", "zip", "old schema", "truncated program", "truncated segments",
+              "value index out of range", "negative value index", "operator index out of range",
+              "delegate index out of range", "huge value count", "jump out of range", "root offset out of range"]
+
+
+@pytest.mark.parametrize("case", CASE_NAMES)
+def test_corrupt_file_gives_one_clear_line(pte_bytes, case):
+    data, expected = _cases(pte_bytes)[case]
+    message = lint_bytes(data, label="bad.pte")
+    assert message is not None, f"{case}: accepted"
+    assert message.startswith("bad.pte: ")
+    assert expected in message, message
+    assert "\n" not in message and len(message) < 400
+
+
+def test_cli_reports_bad_inputs_and_lints_the_rest(pte_bytes, pte_file, tmp_path):
+    cases = _cases(pte_bytes)
+    bad = []
+    for case in ("truncated program", "value index out of range", "huge value count", "wrong magic"):
+        path = tmp_path / (case.replace(" ", "-") + ".pte")
+        path.write_bytes(cases[case][0])
+        bad.append(str(path))
+    good = pte_file("addsin-noelide")
+    report = tmp_path / "report.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "xferlint.cli", "check", *bad, good, "--isolated", "--format", "json", "-o", str(report)],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == len(bad), done.stderr
+    assert "Traceback" not in done.stderr
+    for path, line in zip(sorted(bad), sorted(lines)):
+        assert line.startswith(f"error: {path}: "), line
+    import json
+
+    data = json.loads(report.read_text())
+    assert [f["code"] for f in data["findings"]] == ["XF001"]  # the good file is still linted
+    assert len(data["errors"]) == len(bad)
+
+
+def test_unreadable_paths(tmp_path):
+    from xferlint.api import check_paths
+    from xferlint.selection import select_rules
+
+    directory = tmp_path / "dir.pte"
+    directory.mkdir()
+    run = check_paths([str(tmp_path / "missing.pte"), str(directory)], select_rules())
+    messages = sorted(e.message for e in run.errors)
+    assert len(messages) == 2 and all("\n" not in m for m in messages)
+    assert any("no such file" in m for m in messages)
+
+
+def test_a_jump_to_itself_does_not_hang(pte_bytes):
+    """A JumpFalse that jumps to itself is an infinite loop at run time; linting it ends."""
+    cond = pte_bytes("cond-nested")
+    fb = generated()
+    table = _plan(cond).Chains(0).Instructions(2).InstrArgs()
+    jump = fb.JumpFalseCall.JumpFalseCall()
+    jump.Init(table.Bytes, table.Pos)
+    looped = _patch(cond, _field_pos(jump, 6), 2)
+    assert lint_bytes(looped) is None
+
+
+def test_fuzzed_real_programs_never_crash(pte_bytes):
+    """Thousands of mutated real programs: each lints or is refused with one line."""
+    sources = [pte_bytes(name) for name in FUZZ_SOURCES]
+    rnd = random.Random(20240611)
+    refused = linted = 0
+    started = time.monotonic()
+    for case in range(FUZZ_CASES):
+        data = mutate(sources[case % len(sources)], rnd)
+        try:
+            message = lint_bytes(data)
+        except Exception as exc:  # noqa: BLE001 - the point of the test
+            raise AssertionError(f"case {case}: {type(exc).__name__}: {exc}") from exc
+        if message is None:
+            linted += 1
+        else:
+            refused += 1
+            assert "\n" not in message and message.startswith("fuzz.pte: "), (case, message[:300])
+        if time.monotonic() - started > 60:  # a bound on the test, not a speed assertion
+            break
+    assert refused + linted >= min(FUZZ_CASES, 500)
+    assert refused and linted  # the mutations hit both valid-but-changed and broken files
