@@ -103,12 +103,14 @@ class Traffic(_Frozen):
     fixable_savings: int = Field(default=0, description="Bytes per call the fixable findings would stop moving")
 
 
-class MethodTransfers(Traffic):
-    """The traffic of one method of one program."""
-
+class _Method(_Frozen):
     input: str = Field(description="The input as given on the command line")
     program: str
     method: str
+
+
+class MethodTransfers(Traffic, _Method):
+    """The traffic of one method of one program (its identity first, then its traffic)."""
 
 
 class TransferSummary(Traffic):

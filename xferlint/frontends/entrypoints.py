@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Optional
 
 from xferlint.errors import InputError
+from xferlint.frontends.known_failures import explain as _known_failure
 
 PROGRAM_ATTR = "program"
 PROGRAM_SUFFIXES = (".pte",)
@@ -219,7 +220,8 @@ def load_entry_point(entry: EntryPoint) -> list[ProgramObject]:
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # noqa: BLE001 - the user's code may raise anything, SystemExit included
-        raise InputError(f"{entry.label}: importing it raised {_describe(exc)}{_user_frame(exc, entry.file)}") from None
+        raise InputError(f"{entry.label}: importing it raised {_describe(exc)}{_user_frame(exc, entry.file)}"
+                         f"{_known_failure(exc)}") from None
     if not hasattr(module, entry.attr):
         what = "top-level `program`" if entry.attr == PROGRAM_ATTR else f"attribute `{entry.attr}`"
         raise InputError(f"{entry.label}: {where} has no {what}; point at one with `{where}:NAME`")
@@ -255,7 +257,8 @@ def resolve(obj: Any, entry: EntryPoint, name: str, depth: int = 0) -> list[Prog
                 raise InputError(f"{entry.label}: `{name}` must take no arguments ({_describe(exc)})") from None
             raise InputError(f"{entry.label}: calling `{name}` raised {_describe(exc)}{_user_frame(exc, entry.file)}") from None
         except BaseException as exc:  # noqa: BLE001
-            raise InputError(f"{entry.label}: calling `{name}` raised {_describe(exc)}{_user_frame(exc, entry.file)}") from None
+            raise InputError(f"{entry.label}: calling `{name}` raised {_describe(exc)}{_user_frame(exc, entry.file)}"
+                             f"{_known_failure(exc)}") from None
         if is_program_object(produced) or (isinstance(produced, dict) and depth == 0):
             return resolve(produced, entry, name, depth)
         raise InputError(f"{entry.label}: `{name}()` returned a {type(produced).__name__}; expected {_EXPECTED}")

@@ -211,12 +211,12 @@ class HostOpSplitsPartition(Rule):
 
         values = ", ".join(tick(d.inputs[0]) for d in seg.d2hs)
         before = _names(ctx, delegates_before or producers)
-        after = _names(ctx, consumers)
+        after = _names(ctx, consumers, ctx.describe)
         ops = _host_ops(ctx, seg.host_ops)
         kinds = sorted({op_name(n.target) for n in seg.host_ops if n.kind == OpKind.COMPUTE}) or [
             op_name(seg.host_ops[0].target)]
         message = (
-            f"{values} leave{'s' if len(seg.d2hs) == 1 else ''} {seg.device} (from {before}) for host "
+            f"{values} (from {before}) leave{'s' if len(seg.d2hs) == 1 else ''} {seg.device} for host "
             f"op{'s' if len(seg.host_ops) > 1 else ''} {ops}, and the result comes back to {seg.device} "
             f"for {after}: the host op{'s split' if len(seg.host_ops) > 1 else ' splits'} one {seg.device} "
             f"partition in two, moving {format_bytes(out_bytes)} to host and {format_bytes(back_bytes)} back "
@@ -259,10 +259,18 @@ def _sum(values):
     return None if any(v is None for v in values) else sum(values)
 
 
-def _names(ctx: RuleContext, nodes: list[Node]) -> str:
+def _where(ctx: RuleContext, node: Node) -> str:
+    """`name`, line 12: `code` (no parentheses, to nest in a sentence's own)."""
+    loc = ctx.locate(node)
+    if loc is None:
+        return tick(node.name)
+    return f"{tick(node.name)}, line {loc.line}" + (f": `{loc.code}`" if loc.code else "")
+
+
+def _names(ctx: RuleContext, nodes: list[Node], describe=None) -> str:
     if not nodes:
-        return "an unknown producer"
-    shown = [ctx.describe(n) for n in nodes[:_SHOWN]]
+        return "an unknown node"
+    shown = [(describe or (lambda n: _where(ctx, n)))(n) for n in nodes[:_SHOWN]]
     more = f" and {len(nodes) - _SHOWN} more" if len(nodes) > _SHOWN else ""
     return ", ".join(shown) + more
 

@@ -154,6 +154,29 @@ class RewireWithoutDCE(PassBase):
         return PassResult(graph_module, changed)
 
 
+class PlanConstantCopies(PassBase):
+    """A `to_out_var_pass` hook that lets `to_executorch` emit copies of constants.
+
+    ExecuTorch 1.5.1 clones a parameter's TensorSpec for the `_h2d_copy` in front of a
+    device delegate that does not own the parameter, `const=True` included, and the
+    emitter then fails (`'NoneType' object has no attribute 'nbytes'`). Marking those
+    copies' specs as planned buffers works around it, as a pipeline that wants the program
+    anyway would: the program then copies the constant host-to-device on every call
+    (what XF006 reports). Use as `ThenPass(PlanConstantCopies(), ToOutVarPass(...))`.
+    """
+
+    def call(self, graph_module: torch.fx.GraphModule) -> PassResult:
+        changed = False
+        for node in graph_module.graph.nodes:
+            if node.op == "call_function" and node.target == torch.ops.et_copy._h2d_copy.default:
+                spec = node.meta.get("spec")
+                if spec is not None and getattr(spec, "const", False):
+                    spec.const = False
+                    spec.storage = None
+                    changed = True
+        return PassResult(graph_module, changed)
+
+
 class ThenPass(PassBase):
     """Run `first`, then `second` (to wrap ExecuTorch's default `to_out_var_pass`)."""
 
