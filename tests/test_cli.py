@@ -1,0 +1,392 @@
+"""The `xferlint` command as users and CI run it.
+
+Exit codes, the one-line-per-bad-input contract and "no traceback" are checked through
+real subprocesses of the installed console script (each re-imports torch, ~5 s, so bad
+inputs are batched into one invocation). Finer behaviour (selection, config, -o, JSON
+determinism) runs `xferlint.cli.main` in-process, where the entry points' modules and
+their lowered programs are imported once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+import jsonschema
+import pytest
+
+from xferlint.cli import main
+
+FINDING_KEYS = {"code", "name", "severity", "message", "input", "method", "nodes", "devices", "bytes", "location",
+                "fixable"}
+
+# The model each good entry point lowers is defined in the entry file itself, so that
+# findings are located in it. `{devices}` and `{extra}` are filled per file.
+MODEL = textwrap.dedent(
+    """\
+    import torch
+
+    from xferlint.testing import lower
+
+
+    class Pair(torch.nn.Module):
+        def forward(self, x, y):
+            a = x + y  # SOURCE-LINE
+            return torch.sin(a)
+
+
+    def build():
+        inputs = (torch.ones(4, 4), torch.ones(4, 4))
+        return lower(Pair(), inputs, {devices}{extra})
+    """
+)
+
+GOOD = {
+    # one XF001; prints on stdout at import time
+    "roundtrip.py": MODEL.format(devices='["cuda:0", "cuda:0"]', extra=", elide=False")
+    + 'print("chatter at import time")\nprogram = build()\n',
+    # one XF002; a zero-argument callable that prints, from Python and from C (memoized:
+    # the in-process tests call it many times)
+    "staging.py": MODEL.format(devices='["cuda:0", "cuda:1"]', extra="")
+    + textwrap.dedent(
+        """\
+        import functools
+
+
+        @functools.lru_cache(maxsize=None)
+        def program():
+            import os
+            print("chatter from the callable")
+            os.write(1, b"chatter written to fd 1\\n")
+            return build()
+        """
+    ),
+    # one XF003, in a dict of programs
+    "dead.py": MODEL.format(devices='["cuda:0", "cuda:0"]', extra=", elide=False, rewire_without_dce=True")
+    + 'program = {"rewired": build()}\n',
+}
+
+BAD = {
+    "no_program.py": "x = 1\n",
+    "import_raises.py": 'program = None\nraise RuntimeError("boom at import")\n',
+    "wrong_type.py": "program = 42\n",
+    "syntax_error.py": "def program(:\n    pass\n",
+    "call_raises.py": 'def program():\n    raise ValueError("no model today")\n',
+    "needs_args.py": "def program(x):\n    return x\n",
+    "empty_dict.py": "program = {}\n",
+    "dict_of_junk.py": 'program = {"a": "not a program"}\n',
+}
+
+
+def _write_tree(root, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        path = os.path.join(root, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text)
+
+
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory):
+    """A workspace outside the repo: entry points good and bad, a project directory to
+    discover, a package to import by dotted name."""
+    root = tmp_path_factory.mktemp("cli")
+    _write_tree(root, GOOD)
+    _write_tree(root, BAD)
+    _write_tree(root, {
+        # discovery: only files whose top level binds `program` are imported
+        "project/model_a.py": MODEL.format(devices='["cuda:0", "cuda:0"]', extra=", elide=False")
+        + "program = {'eager': build(), 'lazy': build}\n",
+        "project/sub/model_b.py": MODEL.format(devices='["cuda:0", "cuda:1"]', extra="")
+        + "def program():\n    return build()\n",
+        "project/helper.py": "open(__file__ + '.imported', 'w').close()\nraise RuntimeError('helper imported')\n",
+        "project/README.txt": "not python\n",
+        # a package on sys.path through the current directory
+        "mypkg/__init__.py": "",
+        "mypkg/models.py": MODEL.format(devices='["cuda:0", "cuda:0"]', extra=", elide=False")
+        + "programs = {'first': build(), 'second': build}\nfactory = build\n",
+    })
+    return root
+
+
+def _run(exe, *args, cwd):
+    done = subprocess.run([exe, *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+    assert "Traceback" not in done.stderr and "Traceback" not in done.stdout, done.stderr[-3000:]
+    return done
+
+
+def _source_line(path) -> int:
+    with open(path, encoding="utf-8") as handle:
+        return next(i for i, line in enumerate(handle, 1) if line.rstrip().endswith("# SOURCE-LINE"))
+
+
+@pytest.fixture(scope="module")
+def schema(xferlint_exe, tmp_path_factory):
+    done = _run(xferlint_exe, "schema", cwd=tmp_path_factory.mktemp("schema"))
+    assert done.returncode == 0
+    schema = json.loads(done.stdout)
+    jsonschema.validators.validator_for(schema).check_schema(schema)
+    return schema
+
+
+def _validate(report: dict, schema: dict) -> None:
+    jsonschema.validate(report, schema)
+    assert {"version", "findings", "errors", "summary"} <= set(report)
+    for finding in report["findings"]:
+        assert FINDING_KEYS <= set(finding), FINDING_KEYS - set(finding)
+
+
+# --------------------------------------------------------------------------- subprocess
+
+
+def test_clean_program_exits_0(xferlint_exe, repo_root):
+    done = _run(xferlint_exe, "check", "sample_models/same_device_elided.py", cwd=repo_root)
+    assert done.returncode == 0, done.stderr
+    assert "All checks passed!" in done.stdout
+    assert "error" not in done.stderr.lower()
+
+
+def test_findings_exit_1_in_text_format(xferlint_exe, ws):
+    done = _run(xferlint_exe, "check", "roundtrip.py", "--isolated", cwd=ws)
+    assert done.returncode == 1, done.stderr
+    first = done.stdout.splitlines()[0]
+    match = re.match(r"^(?P<path>[^:]+):(?P<line>\d+):(?P<col>\d+): XF001 \[\*\] (?P<message>.+)$", first)
+    assert match, first
+    assert match["path"] == "roundtrip.py" and int(match["line"]) == _source_line(ws / "roundtrip.py")
+    assert int(match["col"]) == 9  # `a = x + y` is indented by 8
+    assert "cuda:0" in match["message"]
+    assert "Found 1 finding (1 XF001)" in done.stdout
+    # What the entry point printed went to stderr, not into the report.
+    assert "chatter" not in done.stdout and "chatter at import time" in done.stderr
+
+
+def test_bad_inputs_one_line_each_and_the_rest_still_linted(xferlint_exe, ws, schema):
+    bad = ["missing_file.py", *BAD, "roundtrip.py:missing_attr", "nopkg.nomod:attr", "mypkg.models:nothing"]
+    done = _run(xferlint_exe, "check", *bad, "roundtrip.py", "staging.py", "--format", "json", "--isolated", cwd=ws)
+    assert done.returncode == 2, done.stderr
+    stderr_lines = done.stderr.splitlines()
+    for label in bad:
+        naming = [line for line in stderr_lines if label in line]
+        assert len(naming) == 1, f"{label}: {naming}\n{done.stderr}"
+        assert naming[0].startswith("error: ")
+    report = json.loads(done.stdout)  # what user code printed (Python or C level) is not in it
+    _validate(report, schema)
+    for text in ("chatter at import time", "chatter from the callable", "chatter written to fd 1"):
+        assert text in done.stderr and text not in done.stdout
+    assert sorted(f["input"] for f in report["findings"]) == ["roundtrip.py:program", "staging.py:program"]
+    assert sorted(f["code"] for f in report["findings"]) == ["XF001", "XF002"]
+    errors = {e["input"]: e["message"] for e in report["errors"]}
+    assert len(errors) == len(bad) == report["summary"]["errors"]
+    expected = {
+        "missing_file.py": "no such file",
+        "no_program.py:program": "no top-level `program`",
+        "import_raises.py:program": "RuntimeError: boom at import",
+        "wrong_type.py:program": "is a int",
+        "syntax_error.py:program": "syntax error at line 1",
+        "call_raises.py:program": "ValueError: no model today",
+        "needs_args.py:program": "must take no arguments",
+        "empty_dict.py:program": "empty dict",
+        "dict_of_junk.py:program": "is a str",
+        "roundtrip.py:missing_attr": "no attribute `missing_attr`",
+        "nopkg.nomod:attr": "no module named 'nopkg'",
+        "mypkg.models:nothing": "no attribute `nothing`",
+    }
+    for label, fragment in expected.items():
+        assert label in errors, sorted(errors)
+        assert fragment in errors[label], errors[label]
+        assert "\n" not in errors[label]
+
+
+def test_unknown_select_code_is_a_usage_error(xferlint_exe, ws):
+    done = _run(xferlint_exe, "check", "roundtrip.py", "--select", "XF001,XF999", "--isolated", cwd=ws)
+    assert done.returncode == 2
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "'XF999'" in lines[0] and "XF001 (redundant-round-trip)" in lines[0], done.stderr
+    assert done.stdout == ""
+
+
+def test_invalid_config_key_names_the_key(xferlint_exe, ws, tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.xferlint]\nselct = ["XF001"]\n')
+    done = _run(xferlint_exe, "check", str(ws / "roundtrip.py"), cwd=tmp_path)
+    assert done.returncode == 2
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, done.stderr
+    assert "'selct'" in lines[0] and "pyproject.toml" in lines[0] and "extend-select" in lines[0]
+
+
+def test_discovery_packages_dicts_and_callables(xferlint_exe, ws, schema):
+    done = _run(xferlint_exe, "check", "project", "mypkg.models:programs", "mypkg.models:factory",
+                "--format", "json", "--isolated", cwd=ws)
+    assert done.returncode == 1, done.stderr
+    report = json.loads(done.stdout)
+    _validate(report, schema)
+    assert report["errors"] == []
+    found = sorted((f["input"], f["code"]) for f in report["findings"])
+    sep = os.sep
+    assert found == sorted([
+        (f"project{sep}model_a.py:program[eager]", "XF001"),
+        (f"project{sep}model_a.py:program[lazy]", "XF001"),
+        (f"project{sep}sub{sep}model_b.py:program", "XF002"),
+        ("mypkg.models:programs[first]", "XF001"),
+        ("mypkg.models:programs[second]", "XF001"),
+        ("mypkg.models:factory", "XF001"),
+    ])
+    assert {f["program"] for f in report["findings"]} >= {"eager", "lazy", "first", "second", "factory"}
+    # helper.py does not define `program`: discovery parsed it and never imported it.
+    assert not (ws / "project" / "helper.py.imported").exists()
+    assert "helper" not in done.stderr
+    assert report["summary"]["inputs"] == 4 and report["summary"]["programs"] == 6
+    # Locations point at the entry files' own model source.
+    for finding in report["findings"]:
+        loc = finding["location"]
+        assert loc is not None and loc["line"] == _source_line(loc["file"]), finding
+
+
+# --------------------------------------------------------------------------- in-process
+
+
+def _check(capfd, *args):
+    """Run `xferlint check` in-process; returns (exit code, stdout, stderr)."""
+    code = main(["check", *args])
+    out, err = capfd.readouterr()
+    assert "Traceback" not in err
+    return code, out, err
+
+
+def _codes(capfd, *args):
+    code, out, err = _check(capfd, *args, "--format", "json", "--isolated")
+    assert code in (0, 1), err
+    return sorted(f["code"] for f in json.loads(out)["findings"])
+
+
+@pytest.fixture
+def in_ws(ws, monkeypatch):
+    monkeypatch.chdir(ws)
+    return ws
+
+
+ALL3 = ("roundtrip.py", "staging.py", "dead.py")
+
+
+@pytest.mark.parametrize(
+    "selection, expected",
+    [
+        ([], ["XF001", "XF002", "XF003"]),
+        (["--select", "XF001"], ["XF001"]),
+        (["--select", "redundant-round-trip,XF003"], ["XF001", "XF003"]),
+        (["--select", "XF00", "--ignore", "cross-device-staging"], ["XF001", "XF003"]),
+        (["--select", "ALL", "--ignore", "XF001", "--ignore", "dead-device-to-host"], ["XF002"]),
+        (["--select", "XF002", "--extend-select", "dead-device-to-host"], ["XF002", "XF003"]),
+        (["--ignore", "XF"], []),
+    ],
+)
+def test_selection_by_code_prefix_and_name(capfd, in_ws, selection, expected):
+    assert _codes(capfd, *ALL3, *selection) == expected
+
+
+@pytest.mark.parametrize("spelling", ["kebab", "snake"])
+def test_config_in_pyproject(capfd, ws, tmp_path, monkeypatch, spelling):
+    extend = "extend-select" if spelling == "kebab" else "extend_select"
+    exit_zero = "exit-zero" if spelling == "kebab" else "exit_zero"
+    (tmp_path / "pyproject.toml").write_text(textwrap.dedent(f"""\
+        [tool.xferlint]
+        select = ["XF002"]
+        {extend} = ["redundant-round-trip"]
+        format = "json"
+        {exit_zero} = true
+        """))
+    nested = tmp_path / "deeper" / "still"
+    nested.mkdir(parents=True)
+    monkeypatch.chdir(nested)  # the nearest pyproject.toml upward is used
+    code, out, err = _check(capfd, *(str(ws / f) for f in ALL3))
+    assert code == 0, err
+    assert sorted(f["code"] for f in json.loads(out)["findings"]) == ["XF001", "XF002"]
+    # The command line wins over the file; --isolated ignores it.
+    code, out, _ = _check(capfd, *(str(ws / f) for f in ALL3), "--select", "XF003", "--format", "text")
+    assert code == 0 and "XF003" in out and "XF002" not in out
+    code, out, _ = _check(capfd, *(str(ws / f) for f in ALL3), "--isolated")
+    assert code == 1 and out.count(": XF00") == 3
+
+
+def test_config_by_path(capfd, in_ws, tmp_path):
+    config = tmp_path / "custom.toml"
+    config.write_text('[tool.xferlint]\nignore = ["XF001"]\nformat = "json"\n')
+    code, out, _ = _check(capfd, *ALL3, "--config", str(config))
+    assert code == 1
+    assert sorted(f["code"] for f in json.loads(out)["findings"]) == ["XF002", "XF003"]
+
+
+def test_output_file_is_written_atomically(capfd, in_ws, tmp_path, schema):
+    out_dir = tmp_path / "reports"
+    out_dir.mkdir()
+    target = out_dir / "report.json"
+    target.write_text("old report\n")
+    code, out, _ = _check(capfd, *ALL3, "--format", "json", "-o", str(target), "--isolated")
+    assert code == 1
+    assert out == ""  # the report went to the file, not stdout
+    report = json.loads(target.read_text())
+    _validate(report, schema)
+    assert len(report["findings"]) == 3
+    assert os.listdir(out_dir) == ["report.json"], "no temporary file left behind"
+
+
+def test_unwritable_output_is_one_line(capfd, in_ws, tmp_path):
+    target = tmp_path / "no" / "such" / "dir" / "report.json"
+    code, out, err = _check(capfd, "roundtrip.py", "-o", str(target), "--isolated")
+    assert code == 2
+    lines = [line for line in err.splitlines() if str(target) in line]
+    assert len(lines) == 1 and "cannot write" in lines[0], err
+    assert not target.parent.exists()
+
+
+def test_json_output_is_deterministic(capfd, in_ws):
+    first = _check(capfd, *ALL3, "--format", "json", "--isolated")[1]
+    second = _check(capfd, *reversed(ALL3), "--format", "json", "--isolated")[1]
+    assert first == second
+    report = json.loads(first)
+    assert report["summary"]["by_code"] == {"XF001": 1, "XF002": 1, "XF003": 1}
+    assert report["summary"]["findings"] == 3 and report["summary"]["fixable"] == 2
+    assert report["summary"]["bytes_flagged"] == sum(f["bytes"] for f in report["findings"]) == 3 * 64
+
+
+def test_text_output_format(capfd, in_ws):
+    code, out, _ = _check(capfd, *ALL3, "--isolated")
+    assert code == 1
+    lines = out.splitlines()
+    pattern = re.compile(r"^(roundtrip|staging|dead)\.py:(\d+):(\d+): (XF00[123])( \[\*\])? \S")
+    located = [pattern.match(line) for line in lines[:3]]
+    assert all(located), lines
+    for match in located:
+        assert int(match[2]) == _source_line(in_ws / f"{match[1]}.py")
+        assert (match[5] is not None) == (match[4] in ("XF001", "XF003"))  # [*] marks fixable rules
+    assert "Found 3 findings (1 XF001, 1 XF002, 1 XF003) in 3 programs." in lines
+
+
+def test_exit_zero_and_statistics(capfd, in_ws):
+    code, out, err = _check(capfd, "roundtrip.py", "staging.py", "--exit-zero", "--statistics", "--isolated")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert "1\tXF001\t[*] redundant-round-trip" in lines
+    assert "1\tXF002\tcross-device-staging" in lines
+    assert not any(re.match(r"^\S+:\d+:\d+: XF", line) for line in lines), "statistics replace the findings"
+    # --exit-zero does not hide input errors.
+    assert _check(capfd, "roundtrip.py", "no_program.py", "--exit-zero", "--isolated")[0] == 2
+
+
+@pytest.mark.parametrize("selector", ["XF001", "redundant-round-trip"])
+def test_rule_command(capfd, selector):
+    assert main(["rule", selector]) == 0
+    out, _ = capfd.readouterr()
+    assert out.startswith("# redundant-round-trip (XF001)")
+    assert "## What it does" in out and "## Fix safety" in out
+
+
+def test_unknown_rule_and_no_command(capfd):
+    assert main(["rule", "XF999"]) == 2
+    _, err = capfd.readouterr()
+    assert len(err.strip().splitlines()) == 1 and "XF999" in err
+    assert main([]) == 2
