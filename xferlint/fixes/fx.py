@@ -207,7 +207,8 @@ def _verified(gm, planning: MethodPlanning, read, program, rules, refused) -> li
             apply_plans(scratch, plans)
             after = read(scratch)
         except Exception as exc:  # noqa: BLE001 - any failure means: do not apply
-            return f"{type(exc).__name__}: {exc}" if not isinstance(exc, FixError) else str(exc)
+            first = (str(exc).strip().splitlines() or [""])[0]
+            return first if isinstance(exc, FixError) else f"{type(exc).__name__}: {first}"
         return check_fixed(program, after, rules, planning, plans)
 
     problem = attempt(planning.plans)

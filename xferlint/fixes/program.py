@@ -145,7 +145,7 @@ def fix_executorch_program(program: Any, rules: Sequence[Rule], origin: ProgramV
     else:
         try:
             fixed = ExecutorchProgramManager(methods, getattr(program, "_config_methods", None),
-                                             config or inferred_backend_config(program),
+                                             config or _default_backend_config(),
                                              getattr(program, "_named_data", None))
         except Exception as exc:  # noqa: BLE001 - ExecuTorch could not emit it: keep the original
             result = FixResult(input=label, program=program, methods=_unapplied(outcomes, _emit_failure(exc)))
@@ -153,6 +153,14 @@ def fix_executorch_program(program: Any, rules: Sequence[Rule], origin: ProgramV
             result = FixResult(input=label, program=fixed, methods=outcomes, notes=notes)
     result.remaining = _final_check(result, origin, rules, strict)
     return result
+
+
+def _default_backend_config() -> Any:
+    """ExecuTorch's default emission options (an emitted program does not record the ones it
+    was made with; pass `config` to choose others)."""
+    from executorch.exir import ExecutorchBackendConfig
+
+    return ExecutorchBackendConfig()
 
 
 def _copy_program(ep: Any) -> Any:
@@ -225,17 +233,6 @@ def replan_memory(ep: Any, planner: Any) -> None:
         planner.run(gm, ep.graph_signature)
     else:
         planner(gm)
-
-
-def inferred_backend_config(program: Any) -> Any:
-    """An ExecutorchBackendConfig with what can be read off the emitted program."""
-    from executorch.exir import ExecutorchBackendConfig
-    from executorch.exir.schema import DataLocation
-
-    emitted = program.executorch_program
-    delegates = [d for plan in emitted.execution_plan for d in plan.delegates]
-    inline = bool(delegates) and all(d.processed.location == DataLocation.INLINE for d in delegates)
-    return ExecutorchBackendConfig(extract_delegate_segments=not inline)
 
 
 # --------------------------------------------------------------------------- shared
