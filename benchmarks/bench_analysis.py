@@ -494,6 +494,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                         "(default 10000,30000,100000,200000; --quick 10000,100000)")
     parser.add_argument("--blocks", type=int, help="blocks of the real ladder model (default 100, --quick 70)")
     parser.add_argument("--skip-real", action="store_true", help="synthetic programs only")
+    parser.add_argument("--select", help="rules to run, as `xferlint check --select` (default: all)")
+    parser.add_argument("--ignore", help="rules to leave out, as `xferlint check --ignore`")
     parser.add_argument("--json", type=Path, default=OUT / "bench_analysis.json", help="where to write the figures")
     args = parser.parse_args(argv)
 
@@ -507,7 +509,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     logging.disable(logging.WARNING)
     from xferlint.selection import select_rules
 
-    rules = select_rules()
+    rules = select_rules(select=[args.select] if args.select else None, ignore=[args.ignore] if args.ignore else None)
     info = machine()
     command = " ".join([".venv/bin/python", "benchmarks/bench_analysis.py"] + (argv if argv is not None else sys.argv[1:]))
     log(f"rules: {', '.join(r.code for r in rules)}; {repeat} run(s) per measurement")
