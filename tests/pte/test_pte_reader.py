@@ -96,6 +96,12 @@ def test_decoded_program_matches_executorch_deserializer(pte_bytes, name):
                     assert (ins.kind, ins.free) == (pp.FREE, args.value_index)
 
 
+@pytest.mark.parametrize("name", READER_PROGRAMS)
+def test_fast_path_reads_what_the_generated_accessors_read(pte_bytes, name):
+    data = pte_bytes(name)
+    assert pp.read_program(data) == pp.read_program(data, fast=False)
+
+
 def test_view_values_carry_sizes_dtypes_devices_and_plan(pte_bytes):
     data = pte_bytes("addsin-noelide")
     ref = _reference(data).execution_plan[0]

@@ -23,7 +23,6 @@ after which the method may return.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Iterable, Optional
 
@@ -33,12 +32,22 @@ if TYPE_CHECKING:
 ENTRY = -1  # the definition a slot holds on entry (an input, a constant, its initial value)
 
 
-@dataclass(frozen=True)
 class ControlFlowGraph:
-    """Successor edges between the nodes of one method."""
+    """Successor edges between the nodes of one method (a plain class: the derived
+    structure is computed on first use and cached on the instance)."""
 
-    successors: tuple[tuple[int, ...], ...]
-    exits: frozenset[int]
+    def __init__(self, successors: tuple[tuple[int, ...], ...], exits: frozenset[int]) -> None:
+        self.successors = successors
+        self.exits = exits
+
+    def __repr__(self) -> str:
+        return f"ControlFlowGraph({len(self.successors)} nodes, exits={sorted(self.exits)})"
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, ControlFlowGraph) and self.successors == other.successors
+                and self.exits == other.exits)
+
+    __hash__ = None  # type: ignore[assignment]
 
     @classmethod
     def straight_line(cls, count: int) -> "ControlFlowGraph":
@@ -266,16 +275,18 @@ _EFFECT_KINDS = frozenset({"delegate", "unknown", "control"})
 WORK_LIMIT = 3_000_000
 
 
-@dataclass
 class FlowFacts:
     """Reaching definitions and usefulness of one method over its CFG."""
 
-    reaching_at: Optional[dict[tuple[int, str], frozenset[int]]]  # (reader, value) -> writers / ENTRY
-    at_exit: dict[str, frozenset[int]]  # value -> writers whose value the method can return
-    useful: frozenset[int]  # node indices
-    live_values: frozenset[str]
-    writers: dict[str, frozenset[int]]  # every writer of each value (the fallback's answer)
-    exact: bool = True  # False when the work limit made the analysis flow-insensitive
+    def __init__(self, reaching_at: Optional[dict[tuple[int, str], frozenset[int]]],
+                 at_exit: dict[str, frozenset[int]], useful: frozenset[int], live_values: frozenset[str],
+                 writers: dict[str, frozenset[int]], exact: bool = True) -> None:
+        self.reaching_at = reaching_at  # (reader, value) -> writers / ENTRY; None: flow-insensitive
+        self.at_exit = at_exit  # value -> writers whose value the method can return
+        self.useful = useful  # node indices
+        self.live_values = live_values
+        self.writers = writers  # every writer of each value (the fallback's answer)
+        self.exact = exact  # False when the work limit made the analysis flow-insensitive
 
     def reaching(self, node: int, vid: str) -> frozenset[int]:
         if self.reaching_at is None:

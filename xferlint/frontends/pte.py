@@ -30,8 +30,8 @@ several chains), so findings locate as `model.pte:forward:instr 12 (aten::cos.ou
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
-from typing import Optional
+from functools import lru_cache
+from typing import NamedTuple, Optional
 
 from xferlint.analyzer.cfg import ControlFlowGraph
 from xferlint.analyzer.lattice import Device
@@ -73,12 +73,12 @@ def target_name(name: str, overload: str) -> str:
     return f"{name.replace('::', '.')}.{overload or 'default'}"
 
 
+@lru_cache(maxsize=256)
 def device_of(device_type: int, device_index: int) -> Device:
     return Device(pp.DEVICE_NAMES.get(device_type, f"device{device_type}"), device_index)
 
 
-@dataclass(frozen=True)
-class PteMethodMap:
+class PteMethodMap(NamedTuple):
     """How one method's view nodes map back to the program's instructions."""
 
     plan_index: int
@@ -87,15 +87,14 @@ class PteMethodMap:
     first_instruction_node: int
 
 
-@dataclass(frozen=True)
-class PteNative:
+class PteNative(NamedTuple):
     """The native side of a `.pte` view: the decoded program and the node map, for fixes
     and the debug-handle map (rules never see it)."""
 
     path: Optional[str]
-    data: bytes = field(repr=False)
-    program: pp.PteProgram = field(repr=False)
-    methods: dict[str, PteMethodMap] = field(default_factory=dict)
+    data: bytes
+    program: pp.PteProgram
+    methods: dict[str, PteMethodMap]
 
 
 # --------------------------------------------------------------------------- kernels

@@ -11,8 +11,7 @@ not a program, or is cut short, gets one line saying so. The layout follows
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Optional
+from typing import NamedTuple, Optional
 
 from xferlint.errors import InputError
 
@@ -31,16 +30,14 @@ class PteFormatError(InputError):
     corrupt). The message is one line that names the input and what is wrong."""
 
 
-@dataclass(frozen=True)
-class ExtendedHeader:
+class ExtendedHeader(NamedTuple):
     length: int
     program_size: int
     segment_base_offset: int
     segment_data_size: int
 
 
-@dataclass(frozen=True)
-class Container:
+class Container(NamedTuple):
     """Where the flatbuffer and the segments lie in the file's bytes."""
 
     data: bytes

@@ -15,8 +15,8 @@ not overlap vectors), and anything the generated accessors raise on garbage beco
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Optional
+import struct
+from typing import Any, NamedTuple, Optional
 
 from xferlint.pte.container import Container, PteFormatError, parse_container
 from xferlint.pte.schema import generated
@@ -49,8 +49,7 @@ SCALAR_TYPES: dict[int, tuple[str, Optional[int]]] = {
 }
 
 
-@dataclass(frozen=True)
-class TensorInfo:
+class TensorInfo(NamedTuple):
     scalar_type: int
     sizes: tuple[int, ...]
     data_buffer_idx: int  # > 0: constant data (or the initial state of a mutable buffer)
@@ -89,8 +88,7 @@ class TensorInfo:
         return self.memory_id is not None
 
 
-@dataclass(frozen=True)
-class EValueInfo:
+class EValueInfo(NamedTuple):
     kind: int
     tensor: Optional[TensorInfo] = None
     scalar: Any = None  # int / bool / float / str for scalar kinds
@@ -101,8 +99,7 @@ class EValueInfo:
         return KIND_NAMES.get(self.kind, f"kind_{self.kind}")
 
 
-@dataclass(frozen=True)
-class Instr:
+class Instr(NamedTuple):
     kind: int
     index: int = 0  # op_index / delegate_index
     args: tuple[int, ...] = ()  # KernelCall / DelegateCall value indices
@@ -113,32 +110,28 @@ class Instr:
     free: int = 0  # FreeCall.value_index
 
 
-@dataclass(frozen=True)
-class Frame:
+class Frame(NamedTuple):
     filename: str
     lineno: int
     name: str
     context: str
 
 
-@dataclass(frozen=True)
-class Chain:
+class Chain(NamedTuple):
     inputs: tuple[int, ...]
     outputs: tuple[int, ...]
     instructions: tuple[Instr, ...]
     stacktrace: Optional[tuple[tuple[Frame, ...], ...]] = None
 
 
-@dataclass(frozen=True)
-class Delegate:
+class Delegate(NamedTuple):
     id: str
     compile_specs: tuple[tuple[str, bytes], ...]
     location: int  # 0 inline, 1 segment
     data_index: int
 
 
-@dataclass(frozen=True)
-class Plan:
+class Plan(NamedTuple):
     """One execution plan: a method of the program."""
 
     name: str
@@ -152,8 +145,7 @@ class Plan:
     buffer_devices: tuple[tuple[int, int, int], ...]  # (buffer index, device type, device index)
 
 
-@dataclass(frozen=True)
-class PteProgram:
+class PteProgram(NamedTuple):
     version: int
     plans: tuple[Plan, ...]
     segments: tuple[tuple[int, int], ...]  # (offset, size) relative to the segment base
@@ -163,12 +155,13 @@ class PteProgram:
 class _Decoder:
     """Walks the flatbuffer with the generated classes, charging every vector read."""
 
-    def __init__(self, container: Container) -> None:
+    def __init__(self, container: Container, fast: bool = True) -> None:
         self.fb = generated()
         self.buf = container.data[: container.program_size]
         self.container = container
         self.budget = 2 * len(self.buf) + 4096
         self.where = "program"
+        self.fast: Optional[_FastTables] = _FastTables(self) if fast else None
 
     # -- guards ---------------------------------------------------------------------
     def count(self, n: int, size: int, what: str) -> int:
@@ -203,7 +196,10 @@ class _Decoder:
         plans = []
         for i in range(n_plans):
             self.where = f"execution_plan[{i}]"
-            plans.append(self.plan(root.ExecutionPlan(i), i))
+            plan = root.ExecutionPlan(i)
+            if self.fast is not None and not self.fast.agrees(plan):
+                self.fast = None  # the generated accessors disagree: read everything with them
+            plans.append(self.plan(plan, i))
         self.where = "segments"
         segments = []
         for i in range(self.count(root.SegmentsLength(), 4, "segments")):
@@ -238,7 +234,10 @@ class _Decoder:
         name = self.text(plan.Name()) or f"plan_{index}"
         self.where = f"method '{name}'"
         n_values = self.count(plan.ValuesLength(), 4, "values")
-        values = tuple(self.evalue(plan.Values(i), i) for i in range(n_values))
+        if self.fast is not None and n_values:
+            values = self.fast.values(plan._tab.Pos, n_values)
+        else:
+            values = tuple(self.evalue(plan.Values(i), i) for i in range(n_values))
         inputs = tuple(plan.Inputs(i) for i in range(self.count(plan.InputsLength(), 4, "inputs")))
         outputs = tuple(plan.Outputs(i) for i in range(self.count(plan.OutputsLength(), 4, "outputs")))
         operators = []
@@ -336,18 +335,21 @@ class _Decoder:
         for j in range(self.count(d.CompileSpecsLength(), 4, "compile_specs")):
             spec = d.CompileSpecs(j)
             n = self.count(spec.ValueLength(), 1, "compile_spec value")
-            raw = bytes(spec.Value(k) for k in range(n))
+            raw = b""
+            if n:  # one slice instead of a call per byte (Value(k) reads a ubyte vector)
+                start = spec._tab.Vector(spec._tab.Offset(6))
+                raw = bytes(self.buf[start : start + n])
+                if len(raw) != n:
+                    raise PteFormatError(f"corrupt flatbuffer: {self.where}: a compile spec runs past the end")
             specs.append((self.text(spec.Key()), raw))
         processed = d.Processed()
         location = processed.Location() if processed is not None else 0
         index = processed.Index() if processed is not None else -1
         return Delegate(id=self.text(d.Id()), compile_specs=tuple(specs), location=location, data_index=index)
 
-    def chain(self, c: Any, index: int) -> Chain:
+    def chain_instructions(self, c: Any, n: int) -> list[Instr]:
+        """The first `n` instructions of a chain, through the generated accessors."""
         fb = self.fb
-        inputs = tuple(c.Inputs(i) for i in range(self.count(c.InputsLength(), 4, "chain inputs")))
-        outputs = tuple(c.Outputs(i) for i in range(self.count(c.OutputsLength(), 4, "chain outputs")))
-        n = self.count(c.InstructionsLength(), 4, f"chains[{index}].instructions")
         instructions = []
         kernel, delegate_call = fb.KernelCall.KernelCall, fb.DelegateCall.DelegateCall
         for k in range(n):
@@ -376,6 +378,16 @@ class _Decoder:
                 instructions.append(Instr(FREE, free=call.ValueIndex()))
             else:
                 raise PteFormatError(f"corrupt flatbuffer: {self.where}: instruction {k} has unknown type tag {kind}")
+        return instructions
+
+    def chain(self, c: Any, index: int) -> Chain:
+        inputs = tuple(c.Inputs(i) for i in range(self.count(c.InputsLength(), 4, "chain inputs")))
+        outputs = tuple(c.Outputs(i) for i in range(self.count(c.OutputsLength(), 4, "chain outputs")))
+        n = self.count(c.InstructionsLength(), 4, f"chains[{index}].instructions")
+        if self.fast is not None and n:
+            instructions = self.fast.instructions(c._tab.Pos, n)
+        else:
+            instructions = self.chain_instructions(c, n)
         stacktrace = None
         n_frames = self.count(c.StacktraceLength(), 4, "stacktrace")
         if n_frames:
@@ -392,6 +404,221 @@ class _Decoder:
             stacktrace = tuple(lists) if len(lists) == n else None
         return Chain(inputs=inputs, outputs=outputs, instructions=tuple(instructions), stacktrace=stacktrace)
 
+
+
+# --------------------------------------------------------------------------- fast path
+#
+# The generated accessors cost several Python calls per field (vtable lookup, bounds-free
+# `Get`, object creation); a 3 MB program has thousands of tensors and instruction
+# arguments. For the two hot vectors (an execution plan's values, a chain's instructions)
+# the fields are read with precompiled structs at the vtable slots of the schema
+# (`program.fbs`: the n-th field of a table sits at vtable offset 4 + 2n), and whole
+# argument / size vectors in one unpack. `agrees()` compares the result with the generated
+# accessors on the first values and instructions of every plan; if they ever differ (a
+# schema change), the generated accessors read everything.
+
+_U8, _I8, _U16 = struct.Struct("<B"), struct.Struct("<b"), struct.Struct("<H")
+_I32, _U32, _I64, _F64 = struct.Struct("<i"), struct.Struct("<I"), struct.Struct("<q"), struct.Struct("<d")
+
+# vtable slots (4 + 2 * field index in program.fbs)
+_PLAN_VALUES, _CHAIN_INSTRUCTIONS = 8, 8
+_EV_TYPE, _EV_VAL = 4, 6
+_T_SCALAR, _T_SIZES, _T_DATA, _T_ALLOC, _T_DYNAMISM, _T_EXTRA = 4, 8, 14, 16, 20, 22
+_A_ID, _A_LOW, _A_HIGH = 4, 6, 8
+_X_FQN, _X_LOCATION, _X_DEVICE, _X_INDEX = 6, 8, 10, 12
+_IN_TYPE, _IN_ARGS = 4, 6
+_CALL_INDEX, _CALL_ARGS = 4, 6  # KernelCall.op_index / DelegateCall.delegate_index, args
+_MOVE_FROM, _MOVE_TO = 4, 6
+_JF_COND, _JF_DEST = 4, 6
+_FREE_VALUE = 4
+_SCALAR_SLOT = 4  # Int.int_val, Bool.bool_val, Double.double_val, *List.items, String.string_val
+_AGREE_SAMPLE = 16
+
+
+class _FastTables:
+    def __init__(self, decoder: "_Decoder") -> None:
+        self.d = decoder
+        self.buf = decoder.buf
+
+    # -- primitives ------------------------------------------------------------------
+    def _table(self, pos: int) -> tuple[int, int]:
+        """(vtable position, vtable length) of the table at `pos`."""
+        vt = pos - _I32.unpack_from(self.buf, pos)[0]
+        return vt, _U16.unpack_from(self.buf, vt)[0]
+
+    def _slot(self, vt: int, vlen: int, slot: int) -> int:
+        return _U16.unpack_from(self.buf, vt + slot)[0] if slot < vlen else 0
+
+    def _indirect(self, at: int) -> int:
+        return at + _U32.unpack_from(self.buf, at)[0]
+
+    def _vector(self, at: int, size: int, what: str) -> tuple[int, int]:
+        """(start of the elements, count) of the vector whose offset is stored at `at`."""
+        start = self._indirect(at)
+        n = self.d.count(_U32.unpack_from(self.buf, start)[0], size, what)
+        if start + 4 + n * size > len(self.buf):
+            raise PteFormatError(f"corrupt flatbuffer: {self.d.where}: {what} runs past the end of the program")
+        return start + 4, n
+
+    def _ints(self, at: int, what: str, fmt: str = "i", size: int = 4) -> tuple[int, ...]:
+        start, n = self._vector(at, size, what)
+        return struct.unpack_from(f"<{n}{fmt}", self.buf, start) if n else ()
+
+    def _elements(self, table_pos: int, slot: int, n: int) -> list[int]:
+        """Positions of the tables of a vector of tables (its length already charged)."""
+        vt, vlen = self._table(table_pos)
+        o = self._slot(vt, vlen, slot)
+        start = self._indirect(table_pos + o) + 4
+        offsets = struct.unpack_from(f"<{n}I", self.buf, start)
+        return [start + 4 * i + off for i, off in enumerate(offsets)]
+
+    # -- values ----------------------------------------------------------------------
+    def values(self, plan_pos: int, n: int) -> tuple[EValueInfo, ...]:
+        return tuple(self.evalue(pos, i) for i, pos in enumerate(self._elements(plan_pos, _PLAN_VALUES, n)))
+
+    def evalue(self, pos: int, i: int) -> EValueInfo:
+        buf = self.buf
+        vt, vlen = self._table(pos)
+        o = self._slot(vt, vlen, _EV_TYPE)
+        kind = _U8.unpack_from(buf, pos + o)[0] if o else 0
+        o = self._slot(vt, vlen, _EV_VAL)
+        if kind == NULL or not o:
+            return EValueInfo(NULL)
+        val = self._indirect(pos + o)
+        if kind == TENSOR:
+            return EValueInfo(TENSOR, tensor=self.tensor(val, i))
+        vt, vlen = self._table(val)
+        o = self._slot(vt, vlen, _SCALAR_SLOT)
+        if kind == INT:
+            return EValueInfo(INT, scalar=_I64.unpack_from(buf, val + o)[0] if o else 0)
+        if kind == BOOL:
+            return EValueInfo(BOOL, scalar=bool(_U8.unpack_from(buf, val + o)[0]) if o else False)
+        if kind == DOUBLE:
+            return EValueInfo(DOUBLE, scalar=_F64.unpack_from(buf, val + o)[0] if o else 0.0)
+        if kind == STRING:
+            if not o:
+                return EValueInfo(STRING, scalar="")
+            start, n = self._vector(val + o, 1, f"values[{i}] string")
+            return EValueInfo(STRING, scalar=self.d.text(buf[start : start + n]))
+        if kind in (TENSOR_LIST, OPT_TENSOR_LIST):
+            items = self._ints(val + o, f"values[{i}] items") if o else ()
+            return EValueInfo(kind, items=tuple(items))
+        if kind == INT_LIST:
+            items = self._ints(val + o, f"values[{i}] items", "q", 8) if o else ()
+            return EValueInfo(INT_LIST, scalar=tuple(items))
+        if kind in (DOUBLE_LIST, BOOL_LIST):
+            if o:
+                self._vector(val + o, 8 if kind == DOUBLE_LIST else 1, f"values[{i}] items")
+            return EValueInfo(kind)
+        raise PteFormatError(f"corrupt flatbuffer: {self.d.where}: value {i} has unknown type tag {kind}")
+
+    def tensor(self, pos: int, i: int) -> TensorInfo:
+        buf = self.buf
+        vt, vlen = self._table(pos)
+
+        def slot(s: int) -> int:
+            return _U16.unpack_from(buf, vt + s)[0] if s < vlen else 0
+
+        o = slot(_T_SCALAR)
+        scalar_type = _I8.unpack_from(buf, pos + o)[0] if o else 0
+        o = slot(_T_SIZES)
+        sizes: tuple[int, ...] = ()
+        if o:
+            start, n = self._vector(pos + o, 4, f"values[{i}].sizes")
+            if n > MAX_RANK:
+                raise PteFormatError(f"corrupt flatbuffer: {self.d.where}: tensor value {i} has {n} dimensions")
+            sizes = struct.unpack_from(f"<{n}i", buf, start) if n else ()
+        o = slot(_T_DATA)
+        data_buffer_idx = _U32.unpack_from(buf, pos + o)[0] if o else 0
+        o = slot(_T_DYNAMISM)
+        dynamism = _I8.unpack_from(buf, pos + o)[0] if o else 0
+        memory_id = offset = None
+        o = slot(_T_ALLOC)
+        if o:
+            a = self._indirect(pos + o)
+            avt, avlen = self._table(a)
+            fields = []
+            for s in (_A_ID, _A_LOW, _A_HIGH):
+                ao = self._slot(avt, avlen, s)
+                fields.append(_U32.unpack_from(buf, a + ao)[0] if ao else 0)
+            memory_id, offset = fields[0], fields[1] | (fields[2] << 32)
+        device_type = device_index = 0
+        external = False
+        fqn = None
+        o = slot(_T_EXTRA)
+        if o:
+            x = self._indirect(pos + o)
+            xvt, xvlen = self._table(x)
+            xo = self._slot(xvt, xvlen, _X_DEVICE)
+            device_type = _I8.unpack_from(buf, x + xo)[0] if xo else 0
+            xo = self._slot(xvt, xvlen, _X_INDEX)
+            device_index = _I8.unpack_from(buf, x + xo)[0] if xo else 0
+            xo = self._slot(xvt, xvlen, _X_LOCATION)
+            external = bool(xo) and _I8.unpack_from(buf, x + xo)[0] == 1
+            xo = self._slot(xvt, xvlen, _X_FQN)
+            if xo:
+                start, n = self._vector(x + xo, 1, f"values[{i}] name")
+                fqn = self.d.text(buf[start : start + n])
+        return TensorInfo(
+            scalar_type=scalar_type, sizes=tuple(sizes), data_buffer_idx=data_buffer_idx, memory_id=memory_id,
+            memory_offset=offset, device_type=device_type, device_index=device_index, has_device_info=bool(o),
+            dynamism=dynamism, external=external, fqn=fqn,
+        )
+
+    # -- instructions ------------------------------------------------------------------
+    def instructions(self, chain_pos: int, n: int) -> list[Instr]:
+        out = []
+        buf = self.buf
+        for k, pos in enumerate(self._elements(chain_pos, _CHAIN_INSTRUCTIONS, n)):
+            vt, vlen = self._table(pos)
+            o = self._slot(vt, vlen, _IN_TYPE)
+            kind = _U8.unpack_from(buf, pos + o)[0] if o else 0
+            o = self._slot(vt, vlen, _IN_ARGS)
+            if not o:
+                raise PteFormatError(f"corrupt flatbuffer: {self.d.where}: instruction {k} has no arguments")
+            call = self._indirect(pos + o)
+            cvt, cvlen = self._table(call)
+
+            def field(s: int, default: int = 0) -> int:
+                co = self._slot(cvt, cvlen, s)
+                return _I32.unpack_from(buf, call + co)[0] if co else default
+
+            if kind == KERNEL or kind == DELEGATE:
+                co = self._slot(cvt, cvlen, _CALL_ARGS)
+                args = self._ints(call + co, f"instruction {k} args") if co else ()
+                out.append(Instr(kind, index=field(_CALL_INDEX), args=tuple(args)))
+            elif kind == MOVE:
+                out.append(Instr(MOVE, move_from=field(_MOVE_FROM), move_to=field(_MOVE_TO)))
+            elif kind == JUMP_FALSE:
+                out.append(Instr(JUMP_FALSE, cond=field(_JF_COND), destination=field(_JF_DEST)))
+            elif kind == FREE:
+                out.append(Instr(FREE, free=field(_FREE_VALUE)))
+            else:
+                raise PteFormatError(f"corrupt flatbuffer: {self.d.where}: instruction {k} has unknown type tag {kind}")
+        return out
+
+    # -- self-check ----------------------------------------------------------------------
+    def agrees(self, plan: Any) -> bool:
+        """Whether the fast path reads this plan's first values and instructions exactly as
+        the generated accessors do (run on real data, so a schema change cannot slip by)."""
+        d = self.d
+        budget = d.budget
+        try:
+            n = min(plan.ValuesLength(), _AGREE_SAMPLE)
+            if n:
+                fast = self.values(plan._tab.Pos, n)
+                if fast != tuple(d.evalue(plan.Values(i), i) for i in range(n)):
+                    return False
+            for c in range(min(plan.ChainsLength(), 2)):
+                chain = plan.Chains(c)
+                m = min(chain.InstructionsLength(), _AGREE_SAMPLE)
+                if m and self.instructions(chain._tab.Pos, m) != d.chain_instructions(chain, m):
+                    return False
+            return True
+        except Exception:  # noqa: BLE001 - corrupt data: let the generated accessors report it
+            return False
+        finally:
+            d.budget = budget
 
 def _validate_plan(plan: Plan) -> None:
     """Every index a later stage follows must point inside its table."""
@@ -456,10 +683,13 @@ def _validate_plan(plan: Plan) -> None:
             )
 
 
-def read_program(data: bytes) -> PteProgram:
-    """Decode and validate a whole `.pte` (raises PteFormatError, one line, on bad input)."""
+def read_program(data: bytes, fast: bool = True) -> PteProgram:
+    """Decode and validate a whole `.pte` (raises PteFormatError, one line, on bad input).
+
+    `fast=False` reads every field through the generated accessors (the reference the fast
+    path is checked against, in the tests and on every file's first values)."""
     container = parse_container(data)
-    decoder = _Decoder(container)
+    decoder = _Decoder(container, fast=fast)
     try:
         return decoder.program()
     except PteFormatError:
