@@ -481,10 +481,19 @@ class _GraphReader:
         carries = [self._operands([c]) for c in carried]
         extra = [self._operands([a]) for a in additional]
         results = self._control(node, tuple(v for b in carries + extra for v in b))
-        self._body(cond_fn, node.name, carries + extra)
+        cond_scope, _ = self._body(cond_fn, node.name, carries + extra)
         scope, outs = self._body(body_fn, node.name, carries + extra)
+        # The next carry flows back into both the condition and the body; the loop exits
+        # with the carry the condition last saw, which is the initial value when the body
+        # never runs, so the results are read off the condition's carry placeholders.
+        self._loop_back(node, cond_scope, cond_fn, outs[: len(carries)])
         self._loop_back(node, scope, body_fn, outs[: len(carries)])
-        self._results(node, outs, results, "carry")
+        cond_gm = _resolve_attr(self.gm, cond_fn.target) if isinstance(cond_fn, torch.fx.Node) else None
+        if isinstance(cond_gm, torch.fx.GraphModule):
+            placeholders = [n for n in cond_gm.graph.nodes if n.op == "placeholder"][: len(carries)]
+            self._results(node, [f"{cond_scope}/{ph.name}" for ph in placeholders], results, "carry")
+        else:
+            self._results(node, outs, results, "carry")
 
     def _loop_back(self, node, scope: str, attr_node: Any, carried_out: list[Optional[str]]) -> None:
         """The back edge: each next-carry value flows into the body's carry placeholder."""
