@@ -538,3 +538,44 @@ def test_views_are_accepted_by_lint():
     findings = lint(view, select=["XF001"])
     assert [f.nodes for f in findings] == [["delegate_0", "d2h", "h2d_back", "delegate_1"]]
     assert findings[0].devices == ["cuda:0", "cpu", "cuda:0", "cuda:0"]
+
+
+def test_while_loop_exit_joins_the_initial_carry():
+    """A while_loop may run zero times: its result is the carry as the condition sees it,
+    the join of the initial value and the back edge, not the body's last output.
+
+    torch.export cannot trace a `.to("cuda")` on this machine, so the exported body gets
+    an `aten._to_copy(device=cuda:0)` spliced in after the fact (ExecuTorch's emitter
+    refuses while_loop, but ExportedPrograms reach the frontend as they are)."""
+    import torch
+    from torch._higher_order_ops.while_loop import while_loop
+
+    from xferlint.frontends.executorch import load_graph_program
+
+    class Loop(torch.nn.Module):
+        def forward(self, i, x):
+            return while_loop(lambda i, x: i < 3, lambda i, x: (i + 1, torch.sin(x)), (i, x))
+
+    exported = torch.export.export(Loop(), (torch.tensor(0), torch.randn(4)))
+    loop = next(n for n in exported.graph_module.graph.nodes if n.op == "call_function" and "while_loop" in n.name)
+    body = getattr(exported.graph_module, loop.args[1].target)
+    sin = next(n for n in body.graph.nodes if n.target == torch.ops.aten.sin.default)
+    with body.graph.inserting_after(sin):
+        moved = body.graph.call_function(torch.ops.aten._to_copy.default, (sin,), {"device": torch.device("cuda", 0)})
+    moved.meta = dict(sin.meta)
+    sin.replace_all_uses_with(moved, delete_user_cb=lambda user: user is not moved)
+    body.recompile()
+
+    (method,) = load_graph_program(exported, input="loop", name="loop", file=None).view.methods
+    facts = DeviceFacts.compute(method)
+    (to_device,) = [n for n in method.nodes if n.kind == OpKind.TO_DEVICE]
+    assert to_device.device == CUDA0 and facts.device(to_device.outputs[0]) == CUDA0
+    (control,) = [n for n in method.nodes if n.kind == OpKind.CONTROL]
+    counter, carried = control.outputs
+    assert facts.device(counter) == CPU
+    assert facts.device(carried) is CONFLICT  # cpu if the loop never runs, cuda:0 otherwise
+    # Both the condition's and the body's carry placeholders see the back edge.
+    carry_placeholders = [n.outputs[0] for n in method.nodes if n.kind == OpKind.MOVE and n.target == "bind"
+                          and n.inputs == ("x",)]
+    assert len(carry_placeholders) == 2
+    assert all(facts.device(v) is CONFLICT for v in carry_placeholders)
