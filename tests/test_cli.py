@@ -48,7 +48,7 @@ MODEL = textwrap.dedent(
 GOOD = {
     # one XF001; prints on stdout at import time
     "roundtrip.py": MODEL.format(devices='["cuda:0", "cuda:0"]', extra=", elide=False")
-    + 'print("chatter at import time")\nprogram = build()\n',
+    + 'print("chatter at import time")\nprogram = build()\nalt_name = program\n',
     # one XF002; a zero-argument callable that prints, from Python and from C (memoized:
     # the in-process tests call it many times)
     "staging.py": MODEL.format(devices='["cuda:0", "cuda:1"]', extra="")
@@ -390,3 +390,30 @@ def test_unknown_rule_and_no_command(capfd):
     _, err = capfd.readouterr()
     assert len(err.strip().splitlines()) == 1 and "XF999" in err
     assert main([]) == 2
+
+
+def test_file_attribute_entry_point(capfd, in_ws):
+    code, out, _ = _check(capfd, "roundtrip.py:alt_name", "--format", "json", "--isolated")
+    assert code == 1
+    (finding,) = json.loads(out)["findings"]
+    assert finding["input"] == "roundtrip.py:alt_name" and finding["program"] == "alt_name"
+
+
+def test_a_crashing_rule_is_an_error_entry_not_a_traceback(capfd, in_ws, monkeypatch):
+    from xferlint.rules.redundant_round_trip import RedundantRoundTrip
+
+    original = RedundantRoundTrip.check
+
+    def crash_on_roundtrip(self, ctx):
+        if ctx.program.input.startswith("roundtrip.py"):
+            raise RuntimeError("rule blew up")
+        return original(self, ctx)
+
+    monkeypatch.setattr(RedundantRoundTrip, "check", crash_on_roundtrip)
+    code, out, err = _check(capfd, "roundtrip.py", "staging.py", "--format", "json", "--isolated")
+    assert code == 2
+    lines = [line for line in err.splitlines() if "rule blew up" in line]
+    assert len(lines) == 1 and "roundtrip.py" in lines[0] and "internal error" in lines[0], err
+    report = json.loads(out)
+    assert [(f["input"], f["code"]) for f in report["findings"]] == [("staging.py:program", "XF002")]
+    assert [(e["input"], e["kind"]) for e in report["errors"]] == [("roundtrip.py:program", "internal")]
