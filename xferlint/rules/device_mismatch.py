@@ -258,7 +258,7 @@ class DeviceMismatch(Rule):
                 continue
             vid = node.output
             seen.add(vid)
-            writers = facts.writers(vid)
+            writers = [w for w in facts.writers(vid) if w.kind == OpKind.MOVE]
             if len(writers) < 2 or facts.device(vid) is not CONFLICT:
                 continue
             sources = [(w, w.inputs[0] if w.inputs else None) for w in writers]
