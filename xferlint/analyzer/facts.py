@@ -35,6 +35,7 @@ class DeviceFacts:
     _live: set[str] = field(default_factory=set, repr=False)
     _outputs: frozenset[str] = frozenset()
     _flow: Optional[Any] = field(default=None, repr=False)  # cfg.FlowFacts when the method has a CFG
+    _in_place: dict[str, Optional[Node]] = field(default_factory=dict, repr=False)  # in_place_reader cache
 
     @classmethod
     def compute(cls, method: MethodView) -> "DeviceFacts":
@@ -86,6 +87,18 @@ class DeviceFacts:
 
     def readers(self, vid: Optional[str]) -> list[Node]:
         return self._readers.get(vid, []) if vid is not None else []
+
+    def in_place_reader(self, vid: Optional[str]) -> Optional[Node]:
+        """The first reader of `vid` that writes it in place, or may (an unmodelled op);
+        None when there is none. Cached: rules ask once per copy of a value, and a value
+        that k copies read would otherwise be scanned k times (quadratic in fan-out)."""
+        if vid is None:
+            return None
+        if vid not in self._in_place:
+            self._in_place[vid] = next(
+                (r for r in self.readers(vid) if r.mutates or r.kind == OpKind.UNKNOWN), None
+            )
+        return self._in_place[vid]
 
     def is_output(self, vid: Optional[str]) -> bool:
         return vid in self._outputs

@@ -85,10 +85,10 @@ def sharing_blocker(facts: DeviceFacts, dup: DuplicateCopy) -> Optional[str]:
     """Why the duplicate's readers cannot read the first copy instead (None: they can)."""
     for vid, role in ((dup.value, "the source"), (dup.first.output, "the first copy"),
                       (dup.duplicate.output, "the duplicate")):
-        for reader in facts.readers(vid):
-            if reader.mutates or reader.kind == OpKind.UNKNOWN:
-                what = "writes" if reader.mutates else "may write (unmodelled operator)"
-                return f"{tick(reader.name)} {what} {role} in place, so the copies may hold different bytes"
+        reader = facts.in_place_reader(vid)  # cached: one source may have thousands of copies
+        if reader is not None:
+            what = "writes" if reader.mutates else "may write (unmodelled operator)"
+            return f"{tick(reader.name)} {what} {role} in place, so the copies may hold different bytes"
     for reader in facts.readers(dup.duplicate.output):
         if reader.kind not in REWIRABLE:
             return f"the duplicate feeds control flow ({tick(reader.name)}), which the fix does not rewrite"
