@@ -85,11 +85,19 @@ def _segments_for(facts: DeviceFacts, device: Device) -> list[HostSegment]:
     groups: dict[int, list[int]] = {}
     for i in sorted(split):
         groups.setdefault(find(i), []).append(i)
+    # Each copy joins the segments it touches, in program order: one pass over the copies,
+    # not one per segment (quadratic in a program with thousands of segments).
+    entries: dict[int, list[Node]] = {}
+    for d in d2hs:
+        for root in dict.fromkeys(find(r.index) for v in d.outputs for r in facts.readers(v) if r.index in split):
+            entries.setdefault(root, []).append(d)
+    exits: dict[int, list[Node]] = {}
+    for h in h2ds:
+        for root in dict.fromkeys(find(w.index) for w in facts.writers(h.inputs[0]) if w.index in split):
+            exits.setdefault(root, []).append(h)
     result = []
-    for members in groups.values():
-        member_set = set(members)
-        entry = tuple(d for d in d2hs if any(r.index in member_set for v in d.outputs for r in facts.readers(v)))
-        exit_ = tuple(h for h in h2ds if any(w.index in member_set for w in facts.writers(h.inputs[0])))
+    for root, members in groups.items():
+        entry, exit_ = tuple(entries.get(root, ())), tuple(exits.get(root, ()))
         result.append(HostSegment(device=device, d2hs=entry, host_ops=tuple(nodes[i] for i in members), h2ds=exit_))
     return result
 
