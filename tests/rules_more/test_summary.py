@@ -225,3 +225,21 @@ def test_the_json_schema_describes_the_summary(capsys):
     assert code == 0 and "transfers" in schema["$defs"]["Summary"]["properties"]
     assert {"h2d_copies", "d2h_bytes", "pairs", "fixable_savings", "methods"} <= set(
         schema["$defs"]["TransferSummary"]["properties"])
+
+
+def test_the_rules_page_documents_every_rule(repo_root):
+    """docs/rules.md is generated (docs/gen_rules.py); regenerate it when a rule changes."""
+    import os
+    import subprocess
+    import sys
+
+    from xferlint.rules.base import all_rules
+
+    with open(os.path.join(repo_root, "docs", "rules.md"), encoding="utf-8") as handle:
+        page = handle.read()
+    for rule in all_rules():
+        assert f"## {rule.name} ({rule.code})" in page, f"{rule.code}: run `python docs/gen_rules.py`"
+        assert rule.summary() in page
+    done = subprocess.run([sys.executable, os.path.join(repo_root, "docs", "gen_rules.py"), "/dev/stdout"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "## The transfer summary" in done.stdout
