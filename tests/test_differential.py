@@ -25,7 +25,7 @@ import pytest
 import randmodels
 
 FIRST_SEED = 1000
-COUNT = 30
+COUNT = 25
 
 
 @pytest.fixture(scope="module")

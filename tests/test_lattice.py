@@ -27,7 +27,7 @@ from xferlint.analyzer.lattice import (
 )
 
 # Deterministic (derandomized) and local to this module: no global profile is loaded.
-PROPS = settings(max_examples=300, deadline=None, derandomize=True)
+PROPS = settings(max_examples=200, deadline=None, derandomize=True)
 
 device_types = st.sampled_from(["cpu", "cuda", "mps", "xpu"])
 devices = st.builds(Device, device_types, st.integers(min_value=0, max_value=3))
