@@ -24,7 +24,7 @@ import xferlint
 from fixhelpers import copies, copy_signature, round_trip_pairs
 
 FIRST_SEED = 4000
-COUNT = 10
+COUNT = 8
 
 
 @pytest.fixture(scope="module")

@@ -40,7 +40,7 @@ class Mixed(torch.nn.Module):
         return b + c, torch.relu(a)
 
 
-RANDOM_SEEDS = (3001, 3005, 3011)  # each has round trips and a duplicate with per-op delegates
+RANDOM_SEEDS = (3001, 3011)  # each has round trips and a duplicate with per-op delegates
 
 
 def _variants(module, inputs, partitioner, elisions=(False, True)):

@@ -95,18 +95,17 @@ def fix_edge_program(edge: Any, rules: Sequence[Rule], origin: ProgramView, *, u
     names = list(getattr(edge, "_edge_programs", {}) or sorted(edge.methods))
     fix_pass = FixTransfersPass(config.to_out_var_pass, rules=rules, unsafe_fixes=unsafe_fixes, strict=strict,
                                 method_names=names, origin=origin)
-    label = origin.input
     try:
         program = copy.deepcopy(edge).to_executorch(dataclasses.replace(config, to_out_var_pass=fix_pass))
     except Exception as exc:  # noqa: BLE001 - the fixed program does not lower: fall back
         if not any(o.applied for o in fix_pass.outcomes):
             raise
-        program = _lower_unfixed(edge, config, label)
-        outcome = FixResult(input=label, program=program, methods=_unapplied(fix_pass.outcomes, _emit_failure(exc)))
+        problem = _emit_failure(exc)
     else:
-        outcome = FixResult(input=label, program=program, methods=fix_pass.outcomes)
-    outcome.remaining = _final_check(outcome, origin, rules, strict)
-    return outcome
+        problem, findings = _check_emitted(program, fix_pass.outcomes, origin, rules, unsafe_fixes, strict)
+        if not problem:
+            return _result(program, fix_pass.outcomes, origin, findings)
+    return _unfixed(_lower_unfixed(edge, config, origin.input), fix_pass.outcomes, problem, origin, rules, strict)
 
 
 def _lower_unfixed(edge: Any, config: Any, label: str) -> Any:
@@ -126,7 +125,6 @@ def fix_executorch_program(program: Any, rules: Sequence[Rule], origin: ProgramV
     """Fix a copy of every method's final graph, plan memory again, emit a new program."""
     from executorch.exir import ExecutorchProgramManager
 
-    label = origin.input
     methods: dict[str, Any] = {}
     outcomes: list[MethodOutcome] = []
     notes: list[str] = []
@@ -141,17 +139,17 @@ def fix_executorch_program(program: Any, rules: Sequence[Rule], origin: ProgramV
         methods[name] = ep
         outcomes.append(outcome)
     if not any(o.applied for o in outcomes):
-        result = FixResult(input=label, program=program, methods=outcomes)
-    else:
-        try:
-            fixed = ExecutorchProgramManager(methods, getattr(program, "_config_methods", None),
-                                             config or _default_backend_config(),
-                                             getattr(program, "_named_data", None))
-        except Exception as exc:  # noqa: BLE001 - ExecuTorch could not emit it: keep the original
-            result = FixResult(input=label, program=program, methods=_unapplied(outcomes, _emit_failure(exc)))
-        else:
-            result = FixResult(input=label, program=fixed, methods=outcomes, notes=notes)
-    result.remaining = _final_check(result, origin, rules, strict)
+        return _unfixed(program, outcomes, "", origin, rules, strict)
+    try:
+        fixed = ExecutorchProgramManager(methods, getattr(program, "_config_methods", None),
+                                         config or _default_backend_config(), getattr(program, "_named_data", None))
+    except Exception as exc:  # noqa: BLE001 - ExecuTorch could not emit it: keep the original
+        return _unfixed(program, outcomes, _emit_failure(exc), origin, rules, strict)
+    problem, findings = _check_emitted(fixed, outcomes, origin, rules, unsafe_fixes, strict)
+    if problem:
+        return _unfixed(program, outcomes, problem, origin, rules, strict)
+    result = _result(fixed, outcomes, origin, findings)
+    result.notes = notes
     return result
 
 
@@ -257,20 +255,46 @@ def _unapplied(outcomes: list[MethodOutcome], reason: str) -> list[MethodOutcome
     return result
 
 
-def _final_check(outcome: FixResult, origin: ProgramView, rules: Sequence[Rule], strict: bool) -> list[Finding]:
-    """Lint the program that is returned; an applied fix whose finding is back is an error."""
-    from xferlint.api import analyze
-    from xferlint.fixes.plan import finding_key
+def _read(program: Any, origin: ProgramView, strict: bool) -> ProgramView:
     from xferlint.frontends.executorch import load_graph_program
 
-    view = load_graph_program(outcome.program, input=origin.input, name=origin.name, file=origin.file,
-                              strict=strict).view
-    findings = analyze(view, rules)
-    fixed = {p.key for m in outcome.methods for p in m.applied}
-    for method in outcome.methods:
+    return load_graph_program(program, input=origin.input, name=origin.name, file=origin.file, strict=strict).view
+
+
+def _check_emitted(program: Any, outcomes: list[MethodOutcome], origin: ProgramView, rules: Sequence[Rule],
+                   unsafe_fixes: bool, strict: bool) -> tuple[str, list[Finding]]:
+    """Why the emitted `program` fails verification ("" when it passes), and its findings:
+    re-read and re-analysed, none of the fixed findings may be back, and fixing it again
+    must change nothing."""
+    from xferlint.fixes.engine import plan_method
+    from xferlint.fixes.plan import finding_key
+
+    view = _read(program, origin, strict)
+    fixed = {p.key for o in outcomes for p in o.applied}
+    refused = {(s.code, s.method, s.nodes) for o in outcomes for s in o.skipped}
+    findings: list[Finding] = []
+    for method in view.methods:
+        planning = plan_method(view, method, rules, unsafe_fixes, exclude=refused)
+        back = [f for f in planning.findings if finding_key(f) in fixed]
+        if back:
+            return f"not applied: {back[0].code} on {', '.join(back[0].nodes)} is back in the emitted program", []
+        if planning.plans:
+            return f"not applied: fixing the emitted program again would still {planning.plans[0].summary}", []
+        findings.extend(planning.findings)
+    return "", findings
+
+
+def _result(program: Any, methods: list[MethodOutcome], origin: ProgramView, findings: list[Finding]) -> FixResult:
+    """A FixResult for `program`, with the findings it still has."""
+    for method in methods:
         method.remaining = [f for f in findings if f.method == method.method]
-    back = [f for f in findings if finding_key(f) in fixed]
-    if back:
-        raise FixError(f"{origin.input}: {back[0].code} on {', '.join(back[0].nodes)} is still in the emitted program "
-                       "after it was fixed; please report it")
-    return findings
+    return FixResult(input=origin.input, program=program, methods=methods, remaining=findings)
+
+
+def _unfixed(program: Any, outcomes: list[MethodOutcome], reason: str, origin: ProgramView, rules: Sequence[Rule],
+             strict: bool) -> FixResult:
+    """The unfixed `program`, every planned fix reported as not applied because of `reason`."""
+    from xferlint.api import analyze
+
+    findings = analyze(_read(program, origin, strict), rules)
+    return _result(program, _unapplied(outcomes, reason) if reason else outcomes, origin, findings)
