@@ -233,6 +233,16 @@ def skip_io_program(alloc: bool):
     return _lower(AddSin(), square_inputs(2), ["cuda:0", "cuda:0"], backend_config=config)
 
 
+def legacy_program():
+    """ExecuTorch's legacy device mode: specs tagged, no copies, every buffer on the host."""
+    from executorch.exir import ExecutorchBackendConfig
+
+    from xferlint.testing.models import AddSinCos
+
+    config = ExecutorchBackendConfig(enable_non_cpu_memory_planning=False)
+    return _lower(AddSinCos(), square_inputs(2), ["cuda:0", "cuda:0"], backend_config=config)
+
+
 PROGRAMS: dict[str, Callable[[], Any]] = {
     "addsin-elided": lambda: _lower(__import__("xferlint.testing.models", fromlist=["AddSin"]).AddSin(),
                                     square_inputs(2), ["cuda:0", "cuda:0"]),
@@ -260,6 +270,7 @@ PROGRAMS: dict[str, Callable[[], Any]] = {
                                  elide=False, partitioner=nested_partitioner(["cuda:0"])),
     "cond-host": lambda: _lower(cond_module(), square_inputs(2), ["cuda:0"], elide=False),
     "two-methods": lambda: two_methods(elide=False),
+    "addsin-legacy": lambda: legacy_program(),
     "skip-io-planned": lambda: skip_io_program(alloc=True),
     "skip-io-unplanned": lambda: skip_io_program(alloc=False),
 }

@@ -27,14 +27,12 @@ Node names read `instr 12 (aten::cos.out)` (`chain 1 instr 3 (...)` when a metho
 several chains), so findings locate as `model.pte:forward:instr 12 (aten::cos.out)`.
 """
 
-from __future__ import annotations
-
 import os
 from functools import lru_cache
 from typing import NamedTuple, Optional
 
 from xferlint.analyzer.cfg import ControlFlowGraph
-from xferlint.analyzer.lattice import Device
+from xferlint.analyzer.lattice import CPU, Device
 from xferlint.analyzer.view import (
     DelegateInfo,
     MethodView,
@@ -160,6 +158,7 @@ class _MethodBuilder:
         self.nodes: list[Node] = []
         self.instr_of_node: dict[int, tuple[int, int]] = {}
         self.buffer_devices = self._buffer_devices()
+        self.input_set = frozenset(plan.inputs)
         self.values = {value_id(i): self._value(i, ev) for i, ev in enumerate(plan.values)}
 
     # values -----------------------------------------------------------------------
@@ -182,13 +181,28 @@ class _MethodBuilder:
         constant = None
         if t.data_buffer_idx > 0 or t.external:
             constant = t.fqn or f"constant {t.data_buffer_idx}"
+        tag = device_of(t.device_type, t.device_index)
+        start = self._start_device(index, t, tag)
         return Value(
             id=vid,
             tensor=TensorMeta(shape=shape, dtype=t.dtype, nbytes=nbytes),
-            declared_device=device_of(t.device_type, t.device_index),
+            declared_device=start,
+            spec_device=tag if start != tag else None,
             constant_name=constant,
+            mutable=t.data_buffer_idx > 0 and t.planned,
             placement=placement,
         )
+
+    def _start_device(self, index: int, t: pp.TensorInfo, tag: Device) -> Device:
+        """Where a method input or constant really starts (as the graph frontend decides it
+        from the memory plan): a constant in the program's data, on host; a planned input
+        in its planned buffer; an unplanned input where its tag says (the caller provides
+        it there). Everything else starts where its instructions put it: its tag."""
+        if t.data_buffer_idx > 0 or t.external:  # constants and buffers (their initial state)
+            return CPU
+        if index in self.input_set and t.memory_id is not None and t.memory_id < len(self.buffer_devices):
+            return self.buffer_devices[t.memory_id]
+        return tag
 
     # nodes ------------------------------------------------------------------------
     def add(self, **kwargs) -> Node:

@@ -8,8 +8,6 @@ not a program, or is cut short, gets one line saying so. The layout follows
 `executorch/exir/_serialize/_program.py` (`_ExtendedHeader`).
 """
 
-from __future__ import annotations
-
 import re
 from typing import NamedTuple, Optional
 

@@ -13,8 +13,6 @@ not overlap vectors), and anything the generated accessors raise on garbage beco
 `PteFormatError` that names where in the program it happened.
 """
 
-from __future__ import annotations
-
 import struct
 from typing import Any, NamedTuple, Optional
 
