@@ -243,3 +243,21 @@ def test_the_rules_page_documents_every_rule(repo_root):
     done = subprocess.run([sys.executable, os.path.join(repo_root, "docs", "gen_rules.py"), "/dev/stdout"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "## The transfer summary" in done.stdout
+
+
+# --------------------------------------------------------------------------- .pte parity
+
+
+@pytest.mark.parametrize("key", ["split", "fan-in", "two-paths", "mixed-devices", "param-workaround", "ones",
+                                 "mutable-buffer", "cond-nested", "legacy", "skip-copies"])
+def test_the_pte_file_gives_the_same_findings_and_traffic(program, key):
+    """The emitted .pte (read torch-free, over its instruction CFG) and the graph it came
+    from agree on XF005-XF007 and on the transfer summary."""
+    from xferlint.frontends.pte import load_pte_bytes
+
+    built = program(key)
+    mine = ["XF005", "XF006", "XF007"]
+    graph = lint_report(built, select=mine)
+    pte = lint_report(load_pte_bytes(bytes(built.buffer), label=f"{key}.pte").view, select=mine)
+    assert pte.summary.by_code == graph.summary.by_code
+    assert summary_traffic(pte) == summary_traffic(graph)

@@ -26,18 +26,26 @@ class ConstantOrigin:
     computed: tuple[Node, ...]  # host ops between them (or factories such as full/arange) and the copy
 
 
-def constant_origin(facts: DeviceFacts, vid: str, _memo: Optional[dict] = None) -> Optional[ConstantOrigin]:
-    """The constants `vid` is computed from, when it depends on nothing else, else None.
+def constant_origin(facts: DeviceFacts, reader: Node, vid: str,
+                    _memo: Optional[dict] = None) -> Optional[ConstantOrigin]:
+    """The constants `vid` (as `reader` reads it) is computed from, when it depends on
+    nothing else, else None.
 
     A value is constant when it is a parameter, a buffer the program never writes or a
-    lifted constant, or the host result of pure ops (or factories with no operands) over
-    constant values only. A value something writes in place is not constant.
+    lifted constant, a literal (a non-tensor value nothing writes, such as a `.pte`'s
+    size list), or the host result of pure ops (or factories) over constant values only.
+    A value something writes in place is not constant.
     """
     memo = {} if _memo is None else _memo
-    if vid in memo:
-        return memo[vid]
-    memo[vid] = None  # a cycle (a loop-carried value) is not constant
-    writers = facts.writers(vid)
+    key = (reader.index, vid)
+    if key in memo:
+        return memo[key]
+    memo[key] = None  # a cycle (a loop-carried value) is not constant
+    value = facts.value(vid)
+    if value is not None and value.tensor is None and not facts.writers(vid):
+        memo[key] = ConstantOrigin((), ())
+        return memo[key]
+    writers = facts.reaching_writers(reader, vid)
     if not writers or any(r.mutates for r in facts.readers(vid)):
         return None
     constants: dict[int, Node] = {}
@@ -52,7 +60,7 @@ def constant_origin(facts: DeviceFacts, vid: str, _memo: Optional[dict] = None) 
         if writer.kind not in _PURE_HOST or writer.mutates or any(facts.device(o) != CPU for o in writer.outputs):
             return None
         for operand in writer.inputs:
-            origin = constant_origin(facts, operand, memo)
+            origin = constant_origin(facts, writer, operand, memo)
             if origin is None:
                 return None
             constants.update((n.index, n) for n in origin.constants)
@@ -60,7 +68,7 @@ def constant_origin(facts: DeviceFacts, vid: str, _memo: Optional[dict] = None) 
         if writer.kind in (OpKind.COMPUTE, OpKind.ALIAS):
             computed[writer.index] = writer
     origin = ConstantOrigin(tuple(constants[i] for i in sorted(constants)), tuple(computed[i] for i in sorted(computed)))
-    memo[vid] = origin
+    memo[key] = origin
     return origin
 
 
@@ -150,7 +158,7 @@ class ConstantTransfer(Rule):
         for node in ctx.method.nodes:
             if node.kind != OpKind.H2D or not node.inputs or node.device is None or node.device.is_host:
                 continue
-            origin = constant_origin(facts, node.inputs[0], memo)
+            origin = constant_origin(facts, node, node.inputs[0], memo)
             if origin is None:
                 continue
             yield self._finding(ctx, node, origin)

@@ -56,13 +56,20 @@ def _segments_for(facts: DeviceFacts, device: Device) -> list[HostSegment]:
     d2hs = [n for n in nodes if n.kind == OpKind.D2H and n.inputs and facts.device(n.inputs[0]) == device]
     h2ds = [n for n in nodes if n.kind == OpKind.H2D and n.device == device and n.inputs]
 
+    def sees(reader: Node, vid: str, writer: Node) -> bool:
+        """Whether `reader`'s read of `vid` can see `writer`'s write (always in SSA views;
+        over a .pte's CFG only when the write reaches the read: a slot written after an
+        H2D read it, like a buffer's write-back, is no path to that H2D)."""
+        return any(w.index == writer.index for w in facts.reaching_writers(reader, vid))
+
     forward = _reach(
-        (r.index for d in d2hs for v in d.outputs for r in facts.readers(v) if r.index in host),
-        lambda i: (r.index for v in nodes[i].outputs for r in facts.readers(v) if r.index in host),
+        (r.index for d in d2hs for v in d.outputs for r in facts.readers(v) if r.index in host and sees(r, v, d)),
+        lambda i: (r.index for v in nodes[i].outputs for r in facts.readers(v)
+                   if r.index in host and sees(r, v, nodes[i])),
     )
     backward = _reach(
-        (w.index for h in h2ds for w in facts.writers(h.inputs[0]) if w.index in host),
-        lambda i: (w.index for v in nodes[i].inputs for w in facts.writers(v) if w.index in host),
+        (w.index for h in h2ds for w in facts.reaching_writers(h, h.inputs[0]) if w.index in host),
+        lambda i: (w.index for v in nodes[i].inputs for w in facts.reaching_writers(nodes[i], v) if w.index in host),
     )
     split = forward & backward
     if not split:
@@ -78,7 +85,7 @@ def _segments_for(facts: DeviceFacts, device: Device) -> list[HostSegment]:
 
     for i in split:
         for v in nodes[i].inputs:
-            for w in facts.writers(v):
+            for w in facts.reaching_writers(nodes[i], v):
                 if w.index in split:
                     parent[find(i)] = find(w.index)
 
@@ -89,11 +96,12 @@ def _segments_for(facts: DeviceFacts, device: Device) -> list[HostSegment]:
     # not one per segment (quadratic in a program with thousands of segments).
     entries: dict[int, list[Node]] = {}
     for d in d2hs:
-        for root in dict.fromkeys(find(r.index) for v in d.outputs for r in facts.readers(v) if r.index in split):
+        for root in dict.fromkeys(find(r.index) for v in d.outputs for r in facts.readers(v)
+                                  if r.index in split and sees(r, v, d)):
             entries.setdefault(root, []).append(d)
     exits: dict[int, list[Node]] = {}
     for h in h2ds:
-        for root in dict.fromkeys(find(w.index) for w in facts.writers(h.inputs[0]) if w.index in split):
+        for root in dict.fromkeys(find(w.index) for w in facts.reaching_writers(h, h.inputs[0]) if w.index in split):
             exits.setdefault(root, []).append(h)
     result = []
     for root, members in groups.items():
