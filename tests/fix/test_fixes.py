@@ -134,3 +134,61 @@ def test_fixing_an_exported_program_is_a_clear_error():
     exported = torch.export.export(torch.nn.ReLU(), (torch.randn(2),))
     with pytest.raises(FixError, match="ExportedProgram has no device copies"):
         xferlint.fix(exported, name="relu")
+
+
+def test_replanning_keeps_inputs_and_outputs_unplanned_when_they_were(lowered_once):
+    """skip_h2d_for_method_inputs / skip_d2h_for_method_outputs need inputs and outputs
+    left out of the memory plan; the re-plan after a fix reads that off the old plan."""
+    from executorch.exir import ExecutorchBackendConfig
+    from executorch.exir.passes import MemoryPlanningPass
+    from executorch.exir.passes.propagate_device_pass import PropagateDeviceConfig
+
+    from fixhelpers import Chain, inputs
+    from xferlint.testing import lower
+
+    def build():
+        config = ExecutorchBackendConfig(
+            propagate_device_config=PropagateDeviceConfig(skip_h2d_for_method_inputs=True,
+                                                          skip_d2h_for_method_outputs=True),
+            memory_planning_pass=MemoryPlanningPass(alloc_graph_input=False, alloc_graph_output=False))
+        torch.manual_seed(0)
+        return lower(Chain(), inputs(), ["cuda:0"], elide=False, backend_config=config)
+
+    before = lowered_once("fix:skip-io", build)
+    result = xferlint.fix(before)
+    assert [p.code for p in result.applied] == ["XF001", "XF001"]
+    gm = result.program.exported_program().graph_module
+    user_inputs = set(result.program.exported_program().graph_signature.user_inputs)
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder" and n.name in user_inputs]
+    output = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
+    assert placeholders and all(n.meta["spec"].mem_id is None for n in placeholders)
+    assert all(a.meta["spec"].mem_id is None for a in output.all_input_nodes)
+    assert any("alloc_graph_input=False, alloc_graph_output=False" in note for note in result.notes)
+    assert xferlint.lint(result.program, select=["XF001", "XF003", "XF004"]) == []
+
+
+def test_every_method_of_a_multi_method_program_is_fixed(lowered_once):
+    import copy
+
+    from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
+
+    from fixhelpers import Chain, SharedInput, inputs
+    from xferlint.testing import DevicePartitioner, upstream_elision
+
+    def build():
+        torch.manual_seed(0)
+        methods = {"chain": torch.export.export(Chain(), inputs()),
+                   "shared": torch.export.export(SharedInput(), inputs())}
+        return to_edge_transform_and_lower(methods, partitioner=[DevicePartitioner(["cuda:0"])],
+                                           compile_config=EdgeCompileConfig(_check_ir_validity=False))
+
+    edge = lowered_once("fix:multi-edge", build)
+    with upstream_elision(False):
+        lowered = copy.deepcopy(edge).to_executorch()
+    result = xferlint.fix(lowered)
+    assert {(p.method, p.code) for p in result.applied} == {("chain", "XF001"), ("shared", "XF001"),
+                                                            ("shared", "XF004")}
+    assert result.program.methods == {"chain", "shared"}
+    assert xferlint.lint(result.program, select=["XF001", "XF003", "XF004"]) == []
+    through_pass = xferlint.fix(edge)
+    assert [(p.method, p.code) for p in through_pass.applied] == [("shared", "XF004")]
