@@ -261,5 +261,10 @@ def resolve(obj: Any, entry: EntryPoint, name: str, depth: int = 0) -> list[Prog
                              f"{_known_failure(exc)}") from None
         if is_program_object(produced) or (isinstance(produced, dict) and depth == 0):
             return resolve(produced, entry, name, depth)
-        raise InputError(f"{entry.label}: `{name}()` returned a {type(produced).__name__}; expected {_EXPECTED}")
-    raise InputError(f"{entry.label}: `{name}` is a {type(obj).__name__}; expected {_EXPECTED}")
+        raise InputError(f"{entry.label}: `{name}()` returned {_a(type(produced).__name__)}; expected {_EXPECTED}")
+    raise InputError(f"{entry.label}: `{name}` is {_a(type(obj).__name__)}; expected {_EXPECTED}")
+
+
+def _a(noun: str) -> str:
+    """`an int`, `a str`: the type name with its article."""
+    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
