@@ -24,7 +24,7 @@ For each program, on the same graph:
   the real program, on the final `to_executorch` program too); `report` (sort +
   JSON) is shown apart.
 
-Every figure is the median of N runs (min in the JSON); both wall-clock and process CPU
+Every figure is the median of N runs (3; min in the JSON); both wall-clock and process CPU
 time are recorded, and the ratio uses CPU time, which other processes on a shared machine
 disturb less. Per-node figures divide by the FX node count of the graph after the pass.
 
@@ -483,13 +483,24 @@ def machine() -> dict[str, Any]:
         "cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(),
         "torch": torch.__version__, "executorch": et_version,
         "load_average_at_start": [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None,
+        "commit": _git("rev-parse", "--short", "HEAD"),
+        "xferlint_modified": bool(_git("status", "--porcelain", "--", "xferlint")),
     }
+
+
+def _git(*args: str) -> str:
+    import subprocess
+
+    try:
+        return subprocess.run(["git", *args], cwd=HERE.parent, capture_output=True, text=True, timeout=30).stdout.strip()
+    except Exception:  # noqa: BLE001 - informational only
+        return ""
 
 
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller programs, one run each")
-    parser.add_argument("--repeat", type=int, help="runs per measurement (default 5, --quick 1)")
+    parser.add_argument("--repeat", type=int, help="runs per measurement (default 3, --quick 1)")
     parser.add_argument("--sizes", help="synthetic sizes in FX nodes, comma separated "
                         "(default 10000,30000,100000,200000; --quick 10000,100000)")
     parser.add_argument("--blocks", type=int, help="blocks of the real ladder model (default 100, --quick 70)")
@@ -499,7 +510,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--json", type=Path, default=OUT / "bench_analysis.json", help="where to write the figures")
     args = parser.parse_args(argv)
 
-    repeat = args.repeat or (1 if args.quick else 5)
+    repeat = args.repeat or (1 if args.quick else 3)
     sizes = [int(s) for s in (args.sizes or ("10000,100000" if args.quick else "10000,30000,100000,200000")).split(",")]
     blocks = args.blocks or (70 if args.quick else 100)
 
@@ -523,6 +534,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         f"xferlint analysis benchmark — {info['date']}\n"
         f"machine: {info['cpu']}, {info['cores']} cores, Python {info['python']}, torch {info['torch']}, "
         f"executorch {info['executorch']}; load average at start {info['load_average_at_start']}\n"
+        f"xferlint at {info['commit'] or '?'}{' (with uncommitted changes under xferlint/)' if info['xferlint_modified'] else ''}\n"
         f"command: {command}\n"
         f"rules: {', '.join(r.code for r in rules)}; median of {repeat} run(s)\n"
     )
