@@ -108,6 +108,11 @@ def apply_plans(gm: torch.fx.GraphModule, plans: Sequence[FixPlan]) -> None:
             module.recompile()
 
 
+def first_line(exc: BaseException) -> str:
+    """An exception's message cut to its first line (FX lint errors append whole graphs)."""
+    return (str(exc).strip().splitlines() or [""])[0]
+
+
 def scratch_copy(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     """A deep copy of `gm` that shares delegates, parameters and constants (fixes never
     change those, and large programs hold gigabytes in them)."""
@@ -207,8 +212,7 @@ def _verified(gm, planning: MethodPlanning, read, program, rules, refused) -> li
             apply_plans(scratch, plans)
             after = read(scratch)
         except Exception as exc:  # noqa: BLE001 - any failure means: do not apply
-            first = (str(exc).strip().splitlines() or [""])[0]
-            return first if isinstance(exc, FixError) else f"{type(exc).__name__}: {first}"
+            return first_line(exc) if isinstance(exc, FixError) else f"{type(exc).__name__}: {first_line(exc)}"
         return check_fixed(program, after, rules, planning, plans)
 
     problem = attempt(planning.plans)

@@ -46,9 +46,9 @@ def _plan(finding: Finding, summary: str, applicability: Applicability = Applica
 
 def _mutation(ctx: RuleContext, *values: str) -> Optional[str]:
     for vid in values:
-        for reader in ctx.facts.readers(vid):
-            if reader.mutates or reader.kind == OpKind.UNKNOWN:
-                return f"{tick(reader.name)} may write {tick(vid)} in place"
+        reader = ctx.facts.in_place_reader(vid)
+        if reader is not None:
+            return f"{tick(reader.name)} may write {tick(vid)} in place"
     return None
 
 

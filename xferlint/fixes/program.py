@@ -28,7 +28,7 @@ from torch.fx.passes.infra.pass_base import PassBase, PassResult
 from xferlint.analyzer.view import ProgramView
 from xferlint.errors import FixError
 from xferlint.findings import Finding
-from xferlint.fixes.fx import MethodOutcome, Skipped, fix_graph_module
+from xferlint.fixes.fx import MethodOutcome, Skipped, first_line, fix_graph_module
 from xferlint.fixes.result import FixResult
 from xferlint.rules.base import Rule
 from xferlint.selection import select_rules
@@ -113,7 +113,7 @@ def _lower_unfixed(edge: Any, config: Any, label: str) -> Any:
         return copy.deepcopy(edge).to_executorch(config)
     except Exception as exc:  # noqa: BLE001 - the program itself does not lower
         raise FixError(f"{label}: ExecuTorch cannot lower the program even without fixes "
-                       f"({type(exc).__name__}: {_first_line(exc)})") from None
+                       f"({type(exc).__name__}: {first_line(exc)})") from None
 
 
 # --------------------------------------------------------------------------- executorch programs
@@ -236,12 +236,8 @@ def replan_memory(ep: Any, planner: Any) -> None:
 # --------------------------------------------------------------------------- shared
 
 
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [""])[0]
-
-
 def _emit_failure(exc: BaseException) -> str:
-    return f"not applied: ExecuTorch could not emit the fixed program ({type(exc).__name__}: {_first_line(exc)})"
+    return f"not applied: ExecuTorch could not emit the fixed program ({type(exc).__name__}: {first_line(exc)})"
 
 
 def _unapplied(outcomes: list[MethodOutcome], reason: str) -> list[MethodOutcome]:
