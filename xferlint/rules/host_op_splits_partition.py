@@ -32,7 +32,7 @@ class HostSegment:
 
     device: Device
     d2hs: tuple[Node, ...]  # copies that take values off the device into the segment
-    host_ops: tuple[Node, ...]  # in program order
+    host_ops: tuple[Node, ...]  # in program order (getitems of tuple results left out)
     h2ds: tuple[Node, ...]  # copies that bring the segment's results back to the device
 
 
@@ -106,7 +106,9 @@ def _segments_for(facts: DeviceFacts, device: Device) -> list[HostSegment]:
     result = []
     for root, members in groups.items():
         entry, exit_ = tuple(entries.get(root, ())), tuple(exits.get(root, ()))
-        result.append(HostSegment(device=device, d2hs=entry, host_ops=tuple(nodes[i] for i in members), h2ds=exit_))
+        # getitems of a host op's tuple result connect the segment but are not ops of their own
+        ops = tuple(nodes[i] for i in members if nodes[i].kind != OpKind.GETITEM) or tuple(nodes[i] for i in members)
+        result.append(HostSegment(device=device, d2hs=entry, host_ops=ops, h2ds=exit_))
     return result
 
 
