@@ -233,6 +233,38 @@ def skip_io_program(alloc: bool):
     return _lower(AddSin(), square_inputs(2), ["cuda:0", "cuda:0"], backend_config=config)
 
 
+def _naive_config():
+    from executorch.exir import ExecutorchBackendConfig
+    from executorch.exir.memory_planning import MemoryPlanningAlgorithmSuite, naive
+    from executorch.exir.passes import MemoryPlanningPass
+
+    return ExecutorchBackendConfig(
+        memory_planning_pass=MemoryPlanningPass(memory_planning_algo=MemoryPlanningAlgorithmSuite([naive])))
+
+
+def naive_planned(model: str = "AddSin", **kwargs):
+    """Memory planned without reuse (ExecuTorch's `naive` algorithm): every tensor has its
+    own bytes, so a fix that makes a tensor live longer keeps the plan valid."""
+    from xferlint.testing import models
+
+    config = _naive_config()
+    module = shared_input_module() if model == "SharedInput" else getattr(models, model)()
+    return _lower(module, square_inputs(2), ["cuda:0", "cuda:0"], backend_config=config, **kwargs)
+
+
+def cond_after_dead_copy():
+    """A dead D2H (left by a rewiring hook) before a `cond`: removing it renumbers jumps."""
+    torch = _torch()
+    from functorch.experimental.control_flow import cond
+
+    class Tail(torch.nn.Module):
+        def forward(self, x, y):
+            b = torch.sin(x + y)
+            return cond(b.sum() > 0, lambda v: torch.cos(v), lambda v: v * 2.0, (b,))
+
+    return _lower(Tail(), square_inputs(2), ["cuda:0", "cuda:0"], elide=False, rewire_without_dce=True)
+
+
 def legacy_program():
     """ExecuTorch's legacy device mode: specs tagged, no copies, every buffer on the host."""
     from executorch.exir import ExecutorchBackendConfig
@@ -271,6 +303,11 @@ PROGRAMS: dict[str, Callable[[], Any]] = {
     "cond-host": lambda: _lower(cond_module(), square_inputs(2), ["cuda:0"], elide=False),
     "two-methods": lambda: two_methods(elide=False),
     "addsin-legacy": lambda: legacy_program(),
+    "addsin-noelide-naive": lambda: naive_planned("AddSin", elide=False),
+    "mixed-noelide-naive": lambda: _lower(mixed_module(), square_inputs(2), ["cuda:0"], elide=False,
+                                          backend_config=_naive_config()),
+    "shared-input-naive": lambda: naive_planned("SharedInput"),
+    "cond-after-dead-copy": lambda: cond_after_dead_copy(),
     "skip-io-planned": lambda: skip_io_program(alloc=True),
     "skip-io-unplanned": lambda: skip_io_program(alloc=False),
 }

@@ -1,0 +1,168 @@
+"""`xferlint fix model.pte -o fixed.pte`: XF001 / XF003 / XF004 at the instruction level.
+
+A fix is applied only where the memory plan stays valid. ExecuTorch's default (greedy)
+planner reuses a dead tensor's bytes at once, so making a device tensor live until the
+next delegate (XF001) usually collides with what that delegate writes: refused, with the
+reason and the entry-point route. With the `naive` planner (no reuse) the same fixes are
+valid and applied. Fixed files must deserialize with ExecuTorch, keep their data segments
+byte for byte, lint clean for the fixed rules, and be a fixed point of `fix`.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from xferlint.pte import program as pp
+from xferlint.pte.fix import fix_pte_bytes
+from xferlint.selection import select_rules
+
+FIXED_CODES = ("XF001", "XF003", "XF004")
+
+
+def _rules():
+    return select_rules()
+
+
+def _fixable(findings):
+    return sorted(f.code for f in findings if f.code in FIXED_CODES)
+
+
+def _deserialize(data: bytes):
+    from executorch.exir._serialize._program import deserialize_pte_binary
+
+    return deserialize_pte_binary(data)
+
+
+@pytest.fixture(scope="module")
+def fixed(pte_bytes):
+    cache = {}
+
+    def get(name):
+        if name not in cache:
+            cache[name] = fix_pte_bytes(pte_bytes(name), _rules(), label=f"{name}.pte")
+        return cache[name]
+
+    return get
+
+
+@pytest.mark.parametrize("name, applied, refused", [
+    ("addsin-noelide-naive", ["XF001"], []),
+    ("addsin-rewired", ["XF003"], []),
+    ("mixed-rewired", ["XF003", "XF003"], ["XF004"]),  # greedy plan: the shared copy's bytes are reused
+    ("mixed-noelide-naive", ["XF001", "XF001", "XF001", "XF001", "XF004"], []),
+    ("shared-input-naive", ["XF004", "XF004", "XF004"], []),
+    ("cond-after-dead-copy", ["XF003"], []),
+])
+def test_fixes_apply_and_the_file_lints_clean(pte_bytes, fixed, name, applied, refused):
+    before = pte_bytes(name)
+    result = fixed(name)
+    assert sorted(p.code for p in result.applied) == applied
+    assert sorted(s.code for s in result.skipped) == refused
+    assert all("memory plan would break" in s.reason for s in result.skipped)
+    assert _fixable(result.remaining) == refused
+    # ExecuTorch reads the fixed file; the data segments and everything else stay as they were
+    ours, ref_before, ref_after = pp.read_program(result.buffer), _deserialize(before), _deserialize(result.buffer)
+    assert len(result.buffer) == len(before)
+    removed = sum(len(p.copies) for p in result.applied) + sum(
+        max(0, len(p.removes) - len(p.copies)) for p in result.applied)
+    n_before = sum(len(c.instructions) for p in ref_before.program.execution_plan for c in p.chains)
+    n_after = sum(len(c.instructions) for p in ref_after.program.execution_plan for c in p.chains)
+    assert n_after == n_before - removed
+    assert ref_after.program.segments == ref_before.program.segments
+    assert ref_after.program.backend_delegate_data == ref_before.program.backend_delegate_data
+    assert [p.values for p in ref_after.program.execution_plan] == [p.values for p in ref_before.program.execution_plan]
+    assert pp.read_program(result.buffer, fast=False) == ours
+    # a second fix has nothing left to do
+    again = fix_pte_bytes(result.buffer, _rules(), label="again.pte")
+    assert not again.changed and again.buffer == result.buffer
+
+
+def test_round_trip_fix_reads_the_device_tensor(fixed):
+    result = fixed("addsin-noelide-naive")
+    plan = pp.read_program(result.buffer).plans[0]
+    kinds = [(i.kind, plan.operators[i.index][0] if i.kind == pp.KERNEL else None) for i in plan.chains[0].instructions]
+    assert kinds.count((pp.KERNEL, "et_copy::_d2h_copy")) == 1  # only the final D2H to the output stays
+    delegates = [i for i in plan.chains[0].instructions if i.kind == pp.DELEGATE]
+    first_out = delegates[0].args[-1]
+    assert delegates[1].args[0] == first_out  # the second delegate reads the first one's device result
+
+
+def test_fix_that_would_break_the_memory_plan_is_refused(pte_bytes, fixed):
+    before = pte_bytes("addsin-noelide")
+    result = fixed("addsin-noelide")
+    assert not result.changed and result.buffer == before
+    (skip,) = result.skipped
+    assert skip.code == "XF001"
+    assert "memory plan would break" in skip.reason
+    assert "buffer" in skip.reason and "would have to stay alive" in skip.reason
+    assert "xferlint fix model.py:program -o model.pte" in skip.reason
+    assert _fixable(result.remaining) == ["XF001"]
+
+
+def test_removed_instructions_renumber_jumps(pte_bytes, fixed):
+    before = pp.read_program(pte_bytes("cond-after-dead-copy")).plans[0].chains[0].instructions
+    after = pp.read_program(fixed("cond-after-dead-copy").buffer).plans[0].chains[0].instructions
+    assert len(after) == len(before) - 1
+    gone = next(k for k in range(len(before)) if k >= len(after) or before[k] != after[k])
+
+    def target(ins, instructions):
+        return instructions[ins.destination] if ins.destination < len(instructions) else "end"
+
+    jumps_before = [(k, i) for k, i in enumerate(before) if i.kind == pp.JUMP_FALSE]
+    jumps_after = [(k, i) for k, i in enumerate(after) if i.kind == pp.JUMP_FALSE]
+    assert len(jumps_before) == len(jumps_after) == 2
+    assert all(k > gone for k, _ in jumps_before)
+    for (_, jb), (_, ja) in zip(jumps_before, jumps_after):
+        assert ja.destination == jb.destination - 1
+        assert target(ja, after) == target(jb, before)  # the same instruction, one place earlier
+
+
+def _cli(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "xferlint.cli", *args], capture_output=True, text=True,
+                          timeout=180, cwd=cwd)
+
+
+def test_cli_fix_writes_the_fixed_program(pte_file, tmp_path):
+    out = tmp_path / "fixed.pte"
+    done = _cli("fix", pte_file("addsin-noelide-naive"), "-o", str(out), "--isolated", "--diff")
+    assert done.returncode == 0, done.stderr
+    assert "XF001 redundant-round-trip: fixed 1" in done.stdout
+    assert "-v6 = et_copy._h2d_copy.out(v5)" in done.stdout
+    check = _cli("check", str(out), "--isolated", "--select", "XF001,XF003,XF004")
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert _deserialize(out.read_bytes()).program.execution_plan
+
+
+def test_cli_fix_reports_refusals_and_check_fix_rewrites_in_place(pte_bytes, tmp_path):
+    refused = tmp_path / "refused.pte"
+    refused.write_bytes(pte_bytes("addsin-noelide"))
+    out = tmp_path / "out.pte"
+    done = _cli("fix", str(refused), "-o", str(out), "--isolated")
+    assert done.returncode == 1  # a fixable finding was not fixed
+    assert "XF001 not fixed" in done.stdout and "memory plan would break" in done.stdout
+    assert out.read_bytes() == refused.read_bytes()
+    dead = tmp_path / "dead.pte"
+    dead.write_bytes(pte_bytes("addsin-rewired"))
+    done = _cli("check", str(dead), "--fix", "--isolated", "--select", "XF001,XF002,XF003,XF004")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert dead.read_bytes() != pte_bytes("addsin-rewired")
+    assert _cli("check", str(dead), "--isolated", "--select", "XF003").returncode == 0
+
+
+_FIX_TORCH_FREE = r"""
+import sys
+from xferlint.cli import main
+code = main(["fix", sys.argv[1], "-o", sys.argv[2], "--isolated"])
+sys.exit(10 + code if "torch" not in sys.modules else 99)
+"""
+
+
+def test_fixing_a_pte_imports_no_torch(pte_file, tmp_path):
+    done = subprocess.run([sys.executable, "-c", _FIX_TORCH_FREE, pte_file("addsin-rewired"), str(tmp_path / "o.pte")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 10, done.stdout + done.stderr
+    assert os.path.getsize(tmp_path / "o.pte") > 0

@@ -1,0 +1,20 @@
+"""`.pte` fixes, the hook `xferlint.api.fix_loaded` calls for `.pte` inputs.
+
+The work is done torch-free in `xferlint.pte.fix`: plans from `xferlint.fixes.engine`,
+a memory-plan check for each, in-place instruction edits, read back and verified.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from xferlint.pte.fix import PteFixResult, fix_pte_loaded
+from xferlint.rules.base import Rule
+
+__all__ = ["fix_pte", "PteFixResult"]
+
+
+def fix_pte(loaded: Any, rules: Sequence[Rule], origin: Any = None, *, unsafe_fixes: bool = False,
+            strict: bool = False) -> PteFixResult:
+    """Fix the `.pte` program `loaded` (a LoadedProgram from the .pte frontend)."""
+    return fix_pte_loaded(loaded, rules, unsafe_fixes=unsafe_fixes)

@@ -1,0 +1,386 @@
+"""Fix a `.pte`: XF001 / XF003 / XF004 plans applied at the instruction level.
+
+The plans are the frontend-neutral ones (`xferlint.fixes.engine.plan_method`: rewire these
+readers, remove these copies). A `.pte` is already memory planned, and removing a copy
+makes its readers read the tensor it copied from, which then has to live longer; each plan
+is kept only if the memory plan stays valid (`xferlint.pte.memory`: nothing planned into
+the same bytes is written while that tensor is still to be read), else it is refused with
+the reason and the way out (fix the program before it is memory planned: the entry point).
+Accepted plans are patched into the file's bytes in place (`xferlint.pte.patch`), the
+result is read back, linted, and must have lost exactly the fixed findings and gained no
+new ones; otherwise that method keeps its old instructions. Rounds repeat until nothing is
+left to fix.
+
+Everything here is torch-free.
+"""
+
+import difflib
+from collections import defaultdict
+from typing import Any, Optional, Sequence
+
+from xferlint.analyzer.facts import DeviceFacts
+from xferlint.analyzer.view import MethodView, OpKind, ProgramView
+from xferlint.errors import FixError
+from xferlint.findings import Finding, Severity
+from xferlint.fixes.engine import MAX_ROUNDS, plan_method
+from xferlint.fixes.plan import OUTPUT, FixPlan, finding_key
+from xferlint.frontends.pte import PteNative, kernel_io, load_pte_bytes
+from xferlint.pte import program as pp
+from xferlint.pte.memory import Edits, describe, new_conflicts
+from xferlint.pte.patch import Patcher
+from xferlint.rules.base import Rule, RuleContext, format_bytes
+
+ENTRY_POINT_ROUTE = (
+    "fix the program before it is memory planned instead: `xferlint fix model.py:program -o model.pte` "
+    "(or xferlint.fixes.FixTransfersPass() in ExecutorchBackendConfig.to_out_var_pass) plans memory anew"
+)
+
+
+# --------------------------------------------------------------------------- results
+
+
+class Skipped:
+    """A fixable finding whose fix was not applied, and why."""
+
+    def __init__(self, code: str, name: str, method: str, nodes: tuple[str, ...], reason: str,
+                 unsafe: bool = False) -> None:
+        self.code, self.name, self.method, self.nodes = code, name, method, tuple(nodes)
+        self.reason, self.unsafe = reason, unsafe
+
+    def __repr__(self) -> str:
+        return f"Skipped({self.code}, {self.method}, {self.nodes}, {self.reason!r})"
+
+
+class MethodOutcome:
+    def __init__(self, method: str, before: MethodView, findings: list[Finding]) -> None:
+        self.method = method
+        self.before = before
+        self.after = before
+        self.findings = findings
+        self.applied: list[FixPlan] = []
+        self.skipped: list[Skipped] = []
+        self.remaining: list[Finding] = []
+
+
+class PteFixResult:
+    """What fixing a `.pte` did; the same interface as `xferlint.fixes.result.FixResult`
+    (which the CLI uses), with `program` the fixed file's bytes."""
+
+    def __init__(self, input: str, program: bytes) -> None:
+        self.input = input
+        self.program = program
+        self.methods: list[MethodOutcome] = []
+        self.remaining: list[Finding] = []
+        self.notes: list[str] = []
+
+    @property
+    def applied(self) -> list[FixPlan]:
+        return [p for m in self.methods for p in m.applied]
+
+    @property
+    def skipped(self) -> list[Skipped]:
+        return [s for m in self.methods for s in m.skipped]
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.applied)
+
+    @property
+    def copies_removed(self) -> int:
+        return sum(len(p.copies) for p in self.applied)
+
+    @property
+    def bytes_saved(self) -> Optional[int]:
+        sizes = [c.nbytes for p in self.applied for c in p.copies]
+        return None if any(s is None for s in sizes) else sum(s for s in sizes if s is not None)
+
+    @property
+    def buffer(self) -> bytes:
+        return self.program
+
+    @property
+    def data_files(self) -> dict[str, bytes]:
+        return {}
+
+    def by_rule(self) -> list[tuple[str, str, int, int, int]]:
+        groups: dict[str, list[FixPlan]] = defaultdict(list)
+        for plan in self.applied:
+            groups[plan.code].append(plan)
+        out = []
+        for code in sorted(groups):
+            copies = [c for p in groups[code] for c in p.copies]
+            out.append((code, groups[code][0].name, len(groups[code]), len(copies), sum(c.nbytes or 0 for c in copies)))
+        return out
+
+    def summary_lines(self) -> list[str]:
+        lines = []
+        for code, name, fixed, copies, nbytes in self.by_rule():
+            noun = "copy" if copies == 1 else "copies"
+            lines.append(f"{self.input}: {code} {name}: fixed {fixed}, removed {copies} {noun}, "
+                         f"{format_bytes(nbytes)} per call saved")
+        for skip in self.skipped:
+            lines.append(f"{self.input}: {skip.code} not fixed ({skip.method}: {', '.join(skip.nodes)}): "
+                         f"{skip.reason}" + (" (use --unsafe-fixes)" if skip.unsafe else ""))
+        return lines or [f"{self.input}: nothing to fix"]
+
+    def diff(self) -> str:
+        chunks: list[str] = []
+        for m in self.methods:
+            if m.applied:
+                chunks.extend(difflib.unified_diff(_render(m.before), _render(m.after), f"{self.input} ({m.method})",
+                                                   f"{self.input} ({m.method}, fixed)", lineterm=""))
+        return "\n".join(chunks) + ("\n" if chunks else "")
+
+
+def _render(method: MethodView) -> list[str]:
+    lines = []
+    for node in method.nodes:
+        if node.kind in (OpKind.INPUT, OpKind.CONSTANT):
+            continue
+        device = f"  # {node.device}" if node.device is not None else ""
+        lines.append(f"{', '.join(node.outputs) or '_'} = {node.target}({', '.join(node.inputs)}){device}")
+    lines.append(f"return ({', '.join(v or 'None' for v in method.outputs)})")
+    return lines
+
+
+# --------------------------------------------------------------------------- planning
+
+
+def _index(vid: str) -> int:
+    return int(vid[1:])
+
+
+def _edits_of(method: MethodView, plans: Sequence[FixPlan]) -> Edits:
+    by_name = {n.name: n.index for n in method.nodes}
+    rewires: dict[int, dict[str, str]] = {}
+    outputs: dict[str, str] = {}
+    removed = set()
+    for plan in plans:
+        for r in plan.rewires:
+            if r.reader == OUTPUT:
+                outputs[r.old] = r.new
+            elif r.reader in by_name:
+                rewires.setdefault(by_name[r.reader], {})[r.old] = r.new
+        removed.update(by_name[n] for n in plan.removes if n in by_name)
+    return Edits(rewires, frozenset(removed), outputs)
+
+
+def _patch_problem(method: MethodView, plan: FixPlan, native: PteNative) -> Optional[str]:
+    """Why this plan cannot be written into the instructions in place (None: it can)."""
+    mapping = native.methods[method.name]
+    by_name = {n.name: n for n in method.nodes}
+    pplan = native.program.plans[mapping.plan_index]
+    for name in plan.removes:
+        node = by_name.get(name)
+        if node is None or node.index not in mapping.instr_of_node:
+            return f"`{name}` is not an instruction"
+    for r in plan.rewires:
+        if r.reader == OUTPUT:
+            continue
+        node = by_name.get(r.reader)
+        if node is None or node.index not in mapping.instr_of_node:
+            return f"`{r.reader}` is not an instruction"
+        c, k = mapping.instr_of_node[node.index]
+        ins = pplan.chains[c].instructions[k]
+        if ins.kind in (pp.KERNEL, pp.DELEGATE):
+            if not _operand_positions(pplan, ins, _index(r.old), len(node.outputs)):
+                return f"`{r.reader}` reads `{r.old}` inside a tensor list, which is shared and not rewritten"
+        elif ins.kind == pp.MOVE:
+            if ins.move_from != _index(r.old) or ins.move_from == 0:
+                return f"`{r.reader}` cannot be rewritten in place"
+        elif ins.kind == pp.JUMP_FALSE:
+            if ins.cond != _index(r.old) or ins.cond == 0:
+                return f"`{r.reader}` cannot be rewritten in place"
+        else:
+            return f"`{r.reader}` cannot be rewritten"
+    return None
+
+
+def _operand_positions(plan: pp.Plan, ins: pp.Instr, old: int, results: int) -> list[int]:
+    """Argument positions of a call that hold `old` as an operand (not as a result);
+    `results`: how many values the view says the call writes (a delegate's trailing args)."""
+    args = ins.args
+    if ins.kind == pp.KERNEL:
+        name = plan.operators[ins.index][0]
+        if name == "executorch_prim::et_copy_index":
+            return [1] if len(args) > 1 and args[1] == old else []
+        count = len(kernel_io(plan, name, args)[0])
+    else:
+        count = len(args) - results
+    return [j for j in range(count) if args[j] == old]
+
+
+def _apply(native: PteNative, method: MethodView, plans: Sequence[FixPlan], data: bytes) -> bytes:
+    mapping = native.methods[method.name]
+    pplan = native.program.plans[mapping.plan_index]
+    by_name = {n.name: n for n in method.nodes}
+    patcher = Patcher(data, native.program)
+    removals: dict[int, set[int]] = defaultdict(set)
+    for plan in plans:
+        for r in plan.rewires:
+            old, new = _index(r.old), _index(r.new)
+            if r.reader == OUTPUT:
+                patcher.rewire_outputs(mapping.plan_index, old, new)
+                continue
+            reader = by_name[r.reader]
+            c, k = mapping.instr_of_node[reader.index]
+            ins = pplan.chains[c].instructions[k]
+            if ins.kind in (pp.KERNEL, pp.DELEGATE):
+                positions = _operand_positions(pplan, ins, old, len(reader.outputs))
+                patcher.rewire_args(mapping.plan_index, c, k, positions, old, new)
+            elif ins.kind == pp.MOVE:
+                patcher.rewire_field(mapping.plan_index, c, k, pp._MOVE_FROM, old, new)
+            elif ins.kind == pp.JUMP_FALSE:
+                patcher.rewire_field(mapping.plan_index, c, k, pp._JF_COND, old, new)
+        for name in plan.removes:
+            c, k = mapping.instr_of_node[by_name[name].index]
+            removals[c].add(k)
+    for c, ks in sorted(removals.items()):
+        patcher.remove_instructions(mapping.plan_index, c, ks)
+    return patcher.data()
+
+
+def _renames(before: PteNative, after: PteNative, method: str, removed: dict[int, set[int]],
+             old_view: MethodView, new_view: MethodView) -> dict[str, str]:
+    """New node name -> the name the same node had before the instructions were removed."""
+    old_map, new_map = before.methods[method], after.methods[method]
+    names = {}
+    for node_index, (c, k) in old_map.instr_of_node.items():
+        gone = removed.get(c, set())
+        if k in gone:
+            continue
+        k_new = k - sum(1 for r in gone if r < k)
+        new_index = new_map.node_of_instr.get((c, k_new))
+        if new_index is not None:
+            names[new_view.nodes[new_index].name] = old_view.nodes[node_index].name
+    for node in new_view.nodes[: new_map.first_instruction_node]:
+        names[node.name] = node.name
+    return names
+
+
+def _lint(view: ProgramView, method: MethodView, rules: Sequence[Rule]) -> list[Finding]:
+    ctx = RuleContext(program=view, method=method, facts=DeviceFacts.compute(method))
+    return [f for rule in rules for f in rule.check(ctx)]
+
+
+def _fix_method(state: dict, index: int, rules: Sequence[Rule], unsafe_fixes: bool, outcome: MethodOutcome,
+                exclude: set) -> bool:
+    """One round on one method; True when something was applied."""
+    loaded = state["loaded"]
+    view: ProgramView = loaded.view
+    method = view.methods[index]
+    native: PteNative = loaded.native
+    planning = plan_method(view, method, rules, unsafe_fixes, exclude=exclude)
+    for no in planning.no_fix:
+        outcome.skipped.append(Skipped(no.code, no.name, no.method, no.finding, no.reason))
+        exclude.add(no.key)
+    for plan in planning.unsafe:
+        outcome.skipped.append(Skipped(plan.code, plan.name, plan.method, plan.finding,
+                                       "the fix is unsafe: " + plan.summary, unsafe=True))
+        exclude.add(plan.key)
+    accepted: list[FixPlan] = []
+    for selected, plan in zip(planning.selected, planning.plans):
+        problem = _patch_problem(method, plan, native)
+        if problem is None:
+            trial = accepted + [selected]
+            resolved = planning.resolve(trial)
+            edits = _edits_of(method, resolved)
+            extended = [r.new for r in selected.rewires]
+            found = new_conflicts(method, edits, extended)
+            if found:
+                problem = f"the memory plan would break: {describe(method, found[0])}; {ENTRY_POINT_ROUTE}"
+        if problem is not None:
+            outcome.skipped.append(Skipped(plan.code, plan.name, plan.method, plan.finding, problem))
+            exclude.add(plan.key)
+            continue
+        accepted.append(selected)
+    if not accepted:
+        return False
+    plans = planning.resolve(accepted)
+    data = _apply(native, method, plans, state["data"])
+    try:
+        fixed = load_pte_bytes(data, label=view.input, name=view.name, path=view.file)
+    except FixError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a patch that does not read back is a bug: keep the old program
+        for plan in plans:
+            outcome.skipped.append(Skipped(plan.code, plan.name, plan.method, plan.finding,
+                                           f"the patched program does not read back ({exc})"))
+            exclude.add(plan.key)
+        return False
+    removed: dict[int, set[int]] = defaultdict(set)
+    mapping = native.methods[method.name]
+    by_name = {n.name: n for n in method.nodes}
+    for plan in plans:
+        for name in plan.removes:
+            c, k = mapping.instr_of_node[by_name[name].index]
+            removed[c].add(k)
+    new_method = fixed.view.methods[index]
+    renames = _renames(native, fixed.native, method.name, removed, method, new_method)
+    problem = _verify(fixed.view, new_method, rules, planning.findings, plans, renames)
+    if problem is not None:
+        for plan in plans:
+            outcome.skipped.append(Skipped(plan.code, plan.name, plan.method, plan.finding, problem))
+            exclude.add(plan.key)
+        return False
+    outcome.applied.extend(plans)
+    outcome.after = new_method
+    state["data"], state["loaded"] = data, fixed
+    # names of what was skipped so far now refer to the renumbered instructions
+    back = {old: new for new, old in renames.items()}
+    state["exclude_renamed"] = {(c, m, tuple(back.get(n, n) for n in nodes)) for c, m, nodes in exclude}
+    return True
+
+
+def _verify(view: ProgramView, method: MethodView, rules: Sequence[Rule], before: list[Finding],
+            applied: Sequence[FixPlan], renames: dict[str, str]) -> Optional[str]:
+    """The fixed method must have lost the fixed findings and gained none of the fixed
+    rules' (nor any error); node names are compared as they were before the fix."""
+    fixed = {p.key for p in applied}
+    codes = {p.code for p in applied}
+    known = {finding_key(f) for f in before}
+    for finding in _lint(view, method, rules):
+        key = (finding.code, finding.method, tuple(renames.get(n, n) for n in finding.nodes))
+        if key in fixed:
+            return f"after the fix {finding.code} still reports {', '.join(finding.nodes)}"
+        if key not in known and (finding.code in codes or finding.severity == Severity.ERROR):
+            return f"the fix would introduce {finding.code} ({finding.name}): {finding.message}"
+    return None
+
+
+def fix_pte_loaded(loaded: Any, rules: Sequence[Rule], *, unsafe_fixes: bool = False) -> PteFixResult:
+    """Fix a `.pte` that `load_pte_bytes` / `load_pte_file` read; returns the result with
+    the fixed bytes (the input's bytes when nothing could be fixed)."""
+    native: PteNative = loaded.native
+    if not isinstance(native, PteNative):
+        raise FixError(f"{loaded.view.input}: not a .pte program")
+    view: ProgramView = loaded.view
+    result = PteFixResult(view.input, native.data)
+    state = {"data": native.data, "loaded": loaded}
+    outcomes = []
+    for i, method in enumerate(view.methods):
+        findings = _lint(view, method, rules)
+        outcomes.append(MethodOutcome(method.name, method, findings))
+    excludes: list[set] = [set() for _ in view.methods]
+    for _ in range(MAX_ROUNDS):
+        progressed = False
+        for i, outcome in enumerate(outcomes):
+            state.pop("exclude_renamed", None)
+            if _fix_method(state, i, rules, unsafe_fixes, outcome, excludes[i]):
+                progressed = True
+                excludes[i] = state.get("exclude_renamed", excludes[i])
+        if not progressed:
+            break
+    final: ProgramView = state["loaded"].view
+    result.program = state["data"]
+    for outcome, method in zip(outcomes, final.methods):
+        outcome.after = method if outcome.applied else outcome.before
+        outcome.remaining = _lint(final, method, rules)
+        result.remaining.extend(outcome.remaining)
+    result.methods = outcomes
+    return result
+
+
+def fix_pte_bytes(data: bytes, rules: Sequence[Rule], *, label: str = "program.pte",
+                  unsafe_fixes: bool = False) -> PteFixResult:
+    return fix_pte_loaded(load_pte_bytes(data, label=label), rules, unsafe_fixes=unsafe_fixes)

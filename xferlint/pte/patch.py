@@ -1,0 +1,153 @@
+"""Edit a `.pte` in place, at the instruction level, without re-serializing it.
+
+A fix only ever (1) makes an instruction (or the method's output list) read one EValue
+instead of another and (2) removes instructions. Both can be done on the flatbuffer bytes
+as they are, so everything else in the file (constant and delegate segments, their
+alignment, the extended header, fields xferlint does not read) stays byte-identical:
+
+- an operand is a 32-bit value index stored in an `args` vector (or a `MoveCall` /
+  `JumpFalseCall` field, or `ExecutionPlan.outputs`): it is overwritten;
+- a chain's `instructions` is a vector of offsets to instruction tables: removing entries
+  shifts the remaining offsets down (each is relative to its own slot, so it is adjusted by
+  the distance it moved) and shortens the vector; `stacktrace`, when present, is parallel
+  and edited the same way; every `JumpFalseCall.destination_instruction` of the chain is
+  renumbered to the instruction that now has its old target's place.
+
+Positions are found with the generated reader classes and the vtable slots the fast reader
+uses (`program.py`, checked against the generated accessors).
+"""
+
+import struct
+from typing import Any, Iterable, Optional
+
+from xferlint.errors import FixError
+from xferlint.pte import program as pp
+from xferlint.pte.schema import generated
+
+_U32 = struct.Struct("<I")
+_I32 = struct.Struct("<i")
+
+# vtable slots (4 + 2 * field index in program.fbs)
+_PLAN_OUTPUTS, _PLAN_CHAINS = 12, 14
+_CHAIN_OUTPUTS, _CHAIN_INSTRUCTIONS, _CHAIN_STACKTRACE = 6, 8, 10
+
+
+class Patcher:
+    """Mutable bytes of a program plus the positions of what fixes edit."""
+
+    def __init__(self, data: bytes, program: pp.PteProgram) -> None:
+        self.buf = bytearray(data)
+        self.program = program
+        self.fb = generated()
+        self.root = self.fb.Program.Program.GetRootAs(bytes(data[: program.container.program_size]), 0)
+
+    # -- positions --------------------------------------------------------------------
+    def _plan(self, plan_index: int) -> Any:
+        return self.root.ExecutionPlan(plan_index)
+
+    def _chain(self, plan_index: int, chain: int) -> Any:
+        return self._plan(plan_index).Chains(chain)
+
+    @staticmethod
+    def _vector(table: Any, slot: int) -> Optional[int]:
+        """Position of the first element of a vector field (None when absent)."""
+        tab = table._tab
+        offset = tab.Offset(slot)
+        return tab.Vector(offset) if offset else None
+
+    @staticmethod
+    def _field(table: Any, slot: int) -> Optional[int]:
+        """Position of a stored scalar field (None when absent: it holds its default)."""
+        tab = table._tab
+        offset = tab.Offset(slot)
+        return tab.Pos + offset if offset else None
+
+    def _call(self, plan_index: int, chain: int, k: int) -> tuple[int, Any]:
+        ins = self._chain(plan_index, chain).Instructions(k)
+        kind = ins.InstrArgsType()
+        table = ins.InstrArgs()
+        cls = {pp.KERNEL: self.fb.KernelCall.KernelCall, pp.DELEGATE: self.fb.DelegateCall.DelegateCall,
+               pp.MOVE: self.fb.MoveCall.MoveCall, pp.JUMP_FALSE: self.fb.JumpFalseCall.JumpFalseCall,
+               pp.FREE: self.fb.FreeCall.FreeCall}[kind]
+        call = cls()
+        call.Init(table.Bytes, table.Pos)
+        return kind, call
+
+    def _read_i32(self, pos: int) -> int:
+        return _I32.unpack_from(self.buf, pos)[0]
+
+    def _write_i32(self, pos: int, value: int) -> None:
+        _I32.pack_into(self.buf, pos, value)
+
+    # -- edits ------------------------------------------------------------------------
+    def rewire_args(self, plan_index: int, chain: int, k: int, positions: Iterable[int], old: int, new: int) -> None:
+        """Replace value `old` by `new` at the given argument positions of a call."""
+        kind, call = self._call(plan_index, chain, k)
+        if kind not in (pp.KERNEL, pp.DELEGATE):
+            raise FixError(f"instruction {k} is not a call")
+        start = self._vector(call, pp._CALL_ARGS)
+        for j in positions:
+            pos = start + 4 * j
+            if self._read_i32(pos) != old:
+                raise FixError(f"instruction {k} argument {j} is not value {old}")
+            self._write_i32(pos, new)
+
+    def rewire_field(self, plan_index: int, chain: int, k: int, slot: int, old: int, new: int) -> None:
+        """Replace `old` by `new` in a MoveCall / JumpFalseCall field (which must be stored)."""
+        _, call = self._call(plan_index, chain, k)
+        pos = self._field(call, slot)
+        if pos is None or self._read_i32(pos) != old:
+            raise FixError(f"instruction {k} does not store value {old} where it can be rewritten in place")
+        self._write_i32(pos, new)
+
+    def rewire_outputs(self, plan_index: int, old: int, new: int) -> None:
+        plan = self._plan(plan_index)
+        start = self._vector(plan, _PLAN_OUTPUTS)
+        for j in range(plan.OutputsLength()):
+            if self._read_i32(start + 4 * j) == old:
+                self._write_i32(start + 4 * j, new)
+        for c in range(plan.ChainsLength()):
+            chain = plan.Chains(c)
+            cstart = self._vector(chain, _CHAIN_OUTPUTS)
+            for j in range(chain.OutputsLength()):
+                if self._read_i32(cstart + 4 * j) == old:
+                    self._write_i32(cstart + 4 * j, new)
+
+    def remove_instructions(self, plan_index: int, chain: int, removed: set[int]) -> None:
+        """Delete instructions from a chain and renumber its jumps."""
+        if not removed:
+            return
+        c = self._chain(plan_index, chain)
+        n = c.InstructionsLength()
+        if any(not 0 <= k < n for k in removed):
+            raise FixError("an instruction to remove is not in the chain")
+        # renumber the jumps first, while the instructions are where they were
+        before = sorted(removed)
+        for k in range(n):
+            if k in removed:
+                continue
+            kind, call = self._call(plan_index, chain, k)
+            if kind != pp.JUMP_FALSE:
+                continue
+            dest = call.DestinationInstruction()
+            shift = sum(1 for r in before if r < dest)
+            if shift:
+                pos = self._field(call, pp._JF_DEST)
+                self._write_i32(pos, dest - shift)
+        self._drop_vector_entries(self._vector(c, _CHAIN_INSTRUCTIONS), n, removed)
+        stack = self._vector(c, _CHAIN_STACKTRACE)
+        if stack is not None and c.StacktraceLength() == n:
+            self._drop_vector_entries(stack, n, removed)
+
+    def _drop_vector_entries(self, start: int, n: int, removed: set[int]) -> None:
+        """Remove entries of a vector of offsets (to tables) in place."""
+        targets = [start + 4 * i + _U32.unpack_from(self.buf, start + 4 * i)[0] for i in range(n)]
+        kept = [t for i, t in enumerate(targets) if i not in removed]
+        for j, target in enumerate(kept):
+            _U32.pack_into(self.buf, start + 4 * j, target - (start + 4 * j))
+        for j in range(len(kept), n):  # the freed tail: no longer part of the vector
+            _U32.pack_into(self.buf, start + 4 * j, 0)
+        _U32.pack_into(self.buf, start - 4, len(kept))
+
+    def data(self) -> bytes:
+        return bytes(self.buf)
