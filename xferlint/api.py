@@ -63,10 +63,10 @@ def load_program(program: ProgramObject, strict: bool = False) -> LoadedProgram:
     return load_graph_program(program.obj, input=program.label, name=program.name, file=program.file, strict=strict)
 
 
-def load_pte(entry: EntryPoint, strict: bool = False) -> LoadedProgram:
+def load_pte(entry: EntryPoint, strict: bool = False, source_map: Optional[dict] = None) -> LoadedProgram:
     from xferlint.frontends.pte import load_pte_file  # the torch-free frontend
 
-    return load_pte_file(entry.file, label=entry.label, strict=strict)
+    return load_pte_file(entry.file, label=entry.label, strict=strict, source_map=source_map)
 
 
 @dataclass
@@ -97,8 +97,10 @@ def _error(label: str, exc: BaseException) -> InputErrorEntry:
     )
 
 
-def check_paths(paths: Iterable[str], rules: Sequence[Rule], strict: bool = False) -> CheckRun:
-    """Lint every input; one that fails becomes an error entry and the rest go on."""
+def check_paths(paths: Iterable[str], rules: Sequence[Rule], strict: bool = False,
+                source_map: Optional[dict] = None) -> CheckRun:
+    """Lint every input; one that fails becomes an error entry and the rest go on.
+    `source_map` (from `--etrecord`) locates the instructions of `.pte` inputs."""
     run = CheckRun()
     for spec in paths:
         try:
@@ -109,14 +111,15 @@ def check_paths(paths: Iterable[str], rules: Sequence[Rule], strict: bool = Fals
             continue
         for entry in entries:
             run.inputs += 1
-            _check_entry(run, entry, rules, strict)
+            _check_entry(run, entry, rules, strict, source_map)
     return run
 
 
-def _check_entry(run: CheckRun, entry: EntryPoint, rules: Sequence[Rule], strict: bool) -> None:
+def _check_entry(run: CheckRun, entry: EntryPoint, rules: Sequence[Rule], strict: bool,
+                 source_map: Optional[dict] = None) -> None:
     try:
         if entry.is_pte:
-            loaded_list = [load_pte(entry, strict)]
+            loaded_list = [load_pte(entry, strict, source_map)]
         else:
             loaded_list = [load_program(p, strict) for p in load_entry_point(entry)]
     except KeyboardInterrupt:

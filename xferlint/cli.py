@@ -82,6 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--diff", action="store_true",
                        help="Show the copies the fixes would remove as a diff and write nothing; "
                             "exit 1 if there is something to fix")
+    check.add_argument("--etrecord", metavar="FILE",
+                       help="ETRecord of the .pte inputs (executorch.devtools.generate_etrecord): findings on "
+                            "their instructions point at the model source")
     check.add_argument("--only-programs", action="store_true",
                        help="Skip inputs that are no program (a .py file without a top-level `program`, an "
                             "unknown suffix) instead of failing on them: for pre-commit, which passes every changed file")
@@ -164,7 +167,12 @@ def cmd_check(args: argparse.Namespace) -> int:
     rules = select_rules(settings.select, settings.ignore, settings.extend_select)
     configure(rules, max_transfer_bytes=settings.max_transfer_bytes)
     paths = [p for p in args.paths if _is_program_input(p)] if args.only_programs else args.paths
-    run = check_paths(paths, rules, strict=settings.strict)
+    source_map = None
+    if getattr(args, "etrecord", None):
+        from xferlint.pte.debug import read_etrecord  # torch-free
+
+        source_map = read_etrecord(args.etrecord)
+    run = check_paths(paths, rules, strict=settings.strict, source_map=source_map)
     if args.diff:
         return _check_diff(run, rules, settings)
     if args.fix:

@@ -152,8 +152,9 @@ def delegate_io(plan: pp.Plan, args: tuple[int, ...], seen: set[int], fixed: set
 
 
 class _MethodBuilder:
-    def __init__(self, plan: pp.Plan, plan_index: int) -> None:
+    def __init__(self, plan: pp.Plan, plan_index: int, locations: Optional[dict] = None) -> None:
         self.plan = plan
+        self.locations = locations or {}  # instruction index (chain 0) -> SourceLocation
         self.plan_index = plan_index
         self.nodes: list[Node] = []
         self.instr_of_node: dict[int, tuple[int, int]] = {}
@@ -229,7 +230,7 @@ class _MethodBuilder:
         for c, chain in enumerate(plan.chains):
             for k, ins in enumerate(chain.instructions):
                 prefix = f"chain {c} instr {k}" if multi else f"instr {k}"
-                location = _location(chain, k)
+                location = _location(chain, k) or (self.locations.get(k) if c == 0 else None)
                 node = self._instruction(ins, prefix, location, scopes[c][k], seen, fixed)
                 self.instr_of_node[node.index] = (c, k)
         cfg = self._cfg(first_instruction)
@@ -450,25 +451,30 @@ def _location(chain: pp.Chain, k: int) -> Optional[SourceLocation]:
 # --------------------------------------------------------------------------- entry points
 
 
-def view_of(program: pp.PteProgram, input: str, name: str, file: Optional[str]) -> tuple[ProgramView, dict[str, PteMethodMap]]:
+def view_of(program: pp.PteProgram, input: str, name: str, file: Optional[str],
+            source_map: Optional[dict] = None) -> tuple[ProgramView, dict[str, PteMethodMap]]:
     methods = []
     maps: dict[str, PteMethodMap] = {}
     for index, plan in enumerate(program.plans):
-        view, mapping = _MethodBuilder(plan, index).build()
+        view, mapping = _MethodBuilder(plan, index, (source_map or {}).get(plan.name)).build()
         methods.append(view)
         maps[plan.name] = mapping
     return ProgramView(input=input, name=name, kind="pte", methods=tuple(methods), file=file), maps
 
 
 def load_pte_bytes(data: bytes, label: str = "program.pte", name: Optional[str] = None,
-                   path: Optional[str] = None, strict: bool = False) -> LoadedProgram:
-    """Read `.pte` bytes into a view (raises InputError with a one-line message)."""
+                   path: Optional[str] = None, strict: bool = False,
+                   source_map: Optional[dict] = None) -> LoadedProgram:
+    """Read `.pte` bytes into a view (raises InputError with a one-line message).
+
+    `source_map` ({method: {instruction: SourceLocation}}, from `xferlint.pte.debug`: an
+    ETRecord or a program's debug-handle map) puts model source lines on instructions."""
     try:
         program = pp.read_program(data)
     except PteFormatError as exc:
         raise PteFormatError(f"{label}: {exc}") from None
     program_name = name or (os.path.splitext(os.path.basename(path))[0] if path else "program")
-    view, maps = view_of(program, input=label, name=program_name, file=path)
+    view, maps = view_of(program, input=label, name=program_name, file=path, source_map=source_map)
     native = PteNative(path=path, data=data, program=program, methods=maps)
     return LoadedProgram(view=view, native=native)
 
@@ -490,7 +496,17 @@ def read_file(path: str, label: str) -> bytes:
         raise InputError(f"{label}: cannot be read ({exc.strerror or exc})") from None
 
 
-def load_pte_file(path: str, label: Optional[str] = None, strict: bool = False) -> LoadedProgram:
+def load_pte_file(path: str, label: Optional[str] = None, strict: bool = False,
+                  source_map: Optional[dict] = None) -> LoadedProgram:
     """Read a `.pte` file into a ProgramView (every method). Never imports torch."""
     label = label or path
-    return load_pte_bytes(read_file(path, label), label=label, path=path, strict=strict)
+    return load_pte_bytes(read_file(path, label), label=label, path=path, strict=strict, source_map=source_map)
+
+
+def load_pte_program(program: object, label: str = "program.pte", name: str = "program") -> LoadedProgram:
+    """Read an ExecutorchProgramManager's `.pte` (its `buffer`) with this frontend, located
+    through the manager's own debug-handle map and graphs (an entry point's program)."""
+    from xferlint.pte.debug import source_map_of_program
+
+    data = bytes(getattr(program, "buffer"))
+    return load_pte_bytes(data, label=label, name=name, source_map=source_map_of_program(program))
