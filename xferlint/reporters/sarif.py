@@ -442,6 +442,10 @@ def build_log(report, options) -> SarifLog:
     )
     if logical.entries:
         run["logical_locations"] = logical.entries
+    transfers = getattr(report.summary, "transfers", None)
+    if transfers is not None:
+        # Per-call traffic per method and device pair, as in the text footer and JSON.
+        run["properties"] = {"transfers": transfers.model_dump(mode="json")}
     return new(SarifLog, schema_uri=SCHEMA_URI, version="2.1.0", runs=[new(Run, **run)])
 
 
