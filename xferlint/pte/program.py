@@ -242,7 +242,11 @@ class _Decoder:
         for i in range(self.count(plan.OperatorsLength(), 4, "operators")):
             op = plan.Operators(i)
             operators.append((self.text(op.Name()), self.text(op.Overload())))
-        delegates = tuple(self.delegate(plan.Delegates(i)) for i in range(self.count(plan.DelegatesLength(), 4, "delegates")))
+        n_delegates = self.count(plan.DelegatesLength(), 4, "delegates")
+        if self.fast is not None and n_delegates:
+            delegates = self.fast.delegates(plan._tab.Pos, n_delegates)
+        else:
+            delegates = tuple(self.delegate(plan.Delegates(i)) for i in range(n_delegates))
         chains = tuple(self.chain(plan.Chains(i), i) for i in range(self.count(plan.ChainsLength(), 4, "chains")))
         sizes = tuple(plan.NonConstBufferSizes(i) for i in range(self.count(plan.NonConstBufferSizesLength(), 8, "non_const_buffer_sizes")))
         devices = []
@@ -419,7 +423,10 @@ _U8, _I8, _U16 = struct.Struct("<B"), struct.Struct("<b"), struct.Struct("<H")
 _I32, _U32, _I64, _F64 = struct.Struct("<i"), struct.Struct("<I"), struct.Struct("<q"), struct.Struct("<d")
 
 # vtable slots (4 + 2 * field index in program.fbs)
-_PLAN_VALUES, _CHAIN_INSTRUCTIONS = 8, 8
+_PLAN_VALUES, _PLAN_DELEGATES, _CHAIN_INSTRUCTIONS = 8, 18, 8
+_D_ID, _D_PROCESSED, _D_SPECS = 4, 6, 8  # BackendDelegate
+_REF_LOCATION, _REF_INDEX = 4, 6  # BackendDelegateDataReference
+_SPEC_KEY, _SPEC_VALUE = 4, 6  # CompileSpec
 _EV_TYPE, _EV_VAL = 4, 6
 _T_SCALAR, _T_SIZES, _T_DATA, _T_ALLOC, _T_DYNAMISM, _T_EXTRA = 4, 8, 14, 16, 20, 22
 _A_ID, _A_LOW, _A_HIGH = 4, 6, 8
@@ -563,6 +570,44 @@ class _FastTables:
             dynamism=dynamism, external=external, fqn=fqn,
         )
 
+    # -- delegates -------------------------------------------------------------------
+    def _string(self, at: int, what: str) -> str:
+        start, n = self._vector(at, 1, what)
+        return self.d.text(self.buf[start : start + n])
+
+    def delegates(self, plan_pos: int, n: int) -> tuple[Delegate, ...]:
+        buf = self.buf
+        out = []
+        for pos in self._elements(plan_pos, _PLAN_DELEGATES, n):
+            vt, vlen = self._table(pos)
+            o = self._slot(vt, vlen, _D_ID)
+            ident = self._string(pos + o, "delegate id") if o else ""
+            location, index = 0, -1
+            o = self._slot(vt, vlen, _D_PROCESSED)
+            if o:
+                ref = self._indirect(pos + o)
+                rvt, rvlen = self._table(ref)
+                ro = self._slot(rvt, rvlen, _REF_LOCATION)
+                location = _I8.unpack_from(buf, ref + ro)[0] if ro else 0
+                ro = self._slot(rvt, rvlen, _REF_INDEX)
+                index = _U32.unpack_from(buf, ref + ro)[0] if ro else 0
+            specs = []
+            o = self._slot(vt, vlen, _D_SPECS)
+            if o:
+                m = self.d.count(_U32.unpack_from(buf, self._indirect(pos + o))[0], 4, "compile_specs")
+                for spec in self._elements(pos, _D_SPECS, m):
+                    svt, svlen = self._table(spec)
+                    so = self._slot(svt, svlen, _SPEC_KEY)
+                    key = self._string(spec + so, "compile spec key") if so else ""
+                    so = self._slot(svt, svlen, _SPEC_VALUE)
+                    raw = b""
+                    if so:
+                        start, k = self._vector(spec + so, 1, "compile spec value")
+                        raw = bytes(buf[start : start + k])
+                    specs.append((key, raw))
+            out.append(Delegate(id=ident, compile_specs=tuple(specs), location=location, data_index=index))
+        return tuple(out)
+
     # -- instructions ------------------------------------------------------------------
     def instructions(self, chain_pos: int, n: int) -> list[Instr]:
         out = []
@@ -607,6 +652,9 @@ class _FastTables:
                 fast = self.values(plan._tab.Pos, n)
                 if fast != tuple(d.evalue(plan.Values(i), i) for i in range(n)):
                     return False
+            m = min(plan.DelegatesLength(), _AGREE_SAMPLE)
+            if m and self.delegates(plan._tab.Pos, m) != tuple(d.delegate(plan.Delegates(i)) for i in range(m)):
+                return False
             for c in range(min(plan.ChainsLength(), 2)):
                 chain = plan.Chains(c)
                 m = min(chain.InstructionsLength(), _AGREE_SAMPLE)
