@@ -52,8 +52,10 @@ def _defs(node: Node, edits: Edits) -> tuple[str, ...]:
 
 def _overlaps(method: MethodView, a: str, b: str) -> bool:
     pa, pb = method.values[a].placement, method.values[b].placement
-    if pa is None or pb is None or pa.buffer != pb.buffer or pa.nbytes is None or pb.nbytes is None:
-        return False
+    if pa is None or pb is None or pa.buffer != pb.buffer:
+        return False  # unplanned memory (the caller's, or allocated at run time) is not shared
+    if pa.nbytes is None or pb.nbytes is None:
+        return True  # a size xferlint cannot compute: assume the worst
     return pa.offset < pb.offset + pb.nbytes and pb.offset < pa.offset + pa.nbytes
 
 
