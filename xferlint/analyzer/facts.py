@@ -35,7 +35,7 @@ class DeviceFacts:
     _live: set[str] = field(default_factory=set, repr=False)
     _outputs: frozenset[str] = frozenset()
     _flow: Optional[Any] = field(default=None, repr=False)  # cfg.FlowFacts when the method has a CFG
-    _in_place: dict[str, Optional[Node]] = field(default_factory=dict, repr=False)  # in_place_reader cache
+    _in_place: dict[tuple[str, bool], Optional[Node]] = field(default_factory=dict, repr=False)  # in_place_reader cache
 
     @classmethod
     def compute(cls, method: MethodView) -> "DeviceFacts":
@@ -88,17 +88,19 @@ class DeviceFacts:
     def readers(self, vid: Optional[str]) -> list[Node]:
         return self._readers.get(vid, []) if vid is not None else []
 
-    def in_place_reader(self, vid: Optional[str]) -> Optional[Node]:
-        """The first reader of `vid` that writes it in place, or may (an unmodelled op);
-        None when there is none. Cached: rules ask once per copy of a value, and a value
-        that k copies read would otherwise be scanned k times (quadratic in fan-out)."""
+    def in_place_reader(self, vid: Optional[str], unmodelled: bool = True) -> Optional[Node]:
+        """The first reader of `vid` that writes it in place, or (with `unmodelled`) may:
+        an unmodelled op; None when there is none. Cached: rules ask once per copy of a
+        value, and a value that k copies read would otherwise be scanned k times
+        (quadratic in fan-out)."""
         if vid is None:
             return None
-        if vid not in self._in_place:
-            self._in_place[vid] = next(
-                (r for r in self.readers(vid) if r.mutates or r.kind == OpKind.UNKNOWN), None
+        key = (vid, unmodelled)
+        if key not in self._in_place:
+            self._in_place[key] = next(
+                (r for r in self.readers(vid) if r.mutates or (unmodelled and r.kind == OpKind.UNKNOWN)), None
             )
-        return self._in_place[vid]
+        return self._in_place[key]
 
     def is_output(self, vid: Optional[str]) -> bool:
         return vid in self._outputs

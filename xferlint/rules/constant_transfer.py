@@ -46,7 +46,7 @@ def constant_origin(facts: DeviceFacts, reader: Node, vid: str,
         memo[key] = ConstantOrigin((), ())
         return memo[key]
     writers = facts.reaching_writers(reader, vid)
-    if not writers or any(r.mutates for r in facts.readers(vid)):
+    if not writers or facts.in_place_reader(vid, unmodelled=False) is not None:  # cached per value
         return None
     constants: dict[int, Node] = {}
     computed: dict[int, Node] = {}
