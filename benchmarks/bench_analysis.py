@@ -158,6 +158,29 @@ def run_xferlint(times: XferlintTimes, read: Callable[[], Any], rules: list) -> 
     times.findings = dict(sorted(counts.items()))
 
 
+def count_calls(fn: Callable[[], Any]) -> tuple[Any, int]:
+    """fn's result and the number of Python function calls it made (cProfile's count)."""
+    import cProfile
+    import pstats
+
+    profile = cProfile.Profile()
+    result = profile.runcall(fn)
+    return result, pstats.Stats(profile).total_calls
+
+
+def xferlint_once(read: Callable[[], Any], rules: list) -> list:
+    """Frontend, analysis and rules in one go (untimed)."""
+    from xferlint.analyzer.facts import DeviceFacts
+    from xferlint.rules.base import RuleContext
+
+    view = read()
+    findings = []
+    for method in view.methods:
+        ctx = RuleContext(program=view, method=method, facts=DeviceFacts.compute(method))
+        findings.extend(f for rule in rules for f in rule.check(ctx))
+    return findings
+
+
 def view_of(method_view):
     from xferlint.analyzer.view import ProgramView
 
@@ -177,6 +200,7 @@ class Row:
     et_stock: Sample
     xfl: XferlintTimes
     spec_prop: Optional[Sample] = None
+    calls: Optional[tuple[int, int]] = None  # Python calls: (the pass, xferlint), counted once
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -192,6 +216,8 @@ class Row:
                 "rules": self.xfl.rules.as_dict(), "total": self.xfl.total.as_dict(),
                 "report": self.xfl.report.as_dict(),
             },
+            "python_calls": {"PropagateDevicePass_elision_off": self.calls[0], "xferlint": self.calls[1]}
+            if self.calls else None,
             "ratio_cpu_xferlint_over_pass": self.xfl.total.cpu_med / self.et_pass.cpu_med,
             "ratio_cpu_xferlint_over_stock_pass": self.xfl.total.cpu_med / self.et_stock.cpu_med,
         }
@@ -232,6 +258,18 @@ def tables(rows: list[Row]) -> str:
         cells = [f"{ms(s.cpu_med)} ({us(s.cpu_med, r.nodes)})" for s in (x.frontend, x.analysis, x.rules, x.total)]
         codes = ", ".join(f"{c} {n:,}" for c, n in x.findings.items()) or "none"
         out.append(f"| {r.program} | {x.view_nodes:,} | " + " | ".join(cells) + f" | {ms(x.report.cpu_med)} | {codes} |")
+    counted = [r for r in rows if r.calls is not None]
+    if counted:
+        out += [
+            "",
+            "Python function calls per FX node (counted once under cProfile: a measure of work that machine load "
+            "does not disturb; flat means linear):",
+            "",
+            "| program | PropagateDevicePass (elision off) | xferlint (frontend + analysis + rules) |",
+            "|---|---:|---:|",
+        ]
+        for r in counted:
+            out.append(f"| {r.program} | {r.calls[0] / r.nodes:.1f} | {r.calls[1] / r.nodes:.1f} |")
     spec = [r for r in rows if r.spec_prop is not None]
     if spec:
         out += ["", "For scale, ExecuTorch's SpecPropPass (run by to_executorch just before PropagateDevicePass): "
@@ -429,7 +467,7 @@ class Synthetic:
         return torch.fx.GraphModule(root, graph)
 
 
-def bench_synthetic(sizes: list[int], repeat: int, rules: list) -> list[Row]:
+def bench_synthetic(sizes: list[int], repeat: int, rules: list, calls: bool = True) -> list[Row]:
     from xferlint.frontends.executorch import read_method
 
     log("synthetic: lowering the delegates the graphs reference (not timed) ...")
@@ -452,8 +490,17 @@ def bench_synthetic(sizes: list[int], repeat: int, rules: list) -> list[Row]:
             stock_input = synth.build(blocks)
             timed(et_stock, lambda: propagate_device(stock_input, elide=True))
             del stock_input
+        counts = None
+        if calls:
+            log(f"synthetic {size:,}: counting Python calls (not timed)")
+            gm = synth.build(blocks)
+            post, pass_calls = count_calls(lambda: propagate_device(gm, elide=False))
+            _, xfl_calls = count_calls(lambda: xferlint_once(lambda: view_of(read_method("forward", post, signature)), rules))
+            counts = (pass_calls, xfl_calls)
+            del gm, post
         delegates = blocks * 4
-        rows.append(Row(f"synthetic {nodes_after:,}", nodes_before, nodes_after, delegates, et_pass, et_stock, xfl))
+        rows.append(Row(f"synthetic {nodes_after:,}", nodes_before, nodes_after, delegates, et_pass, et_stock, xfl,
+                        calls=counts))
     return rows
 
 
@@ -504,6 +551,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--sizes", help="synthetic sizes in FX nodes, comma separated "
                         "(default 10000,30000,100000,200000; --quick 10000,100000)")
     parser.add_argument("--blocks", type=int, help="blocks of the real ladder model (default 100, --quick 70)")
+    parser.add_argument("--no-calls", action="store_true", help="skip counting Python calls (one extra run per size)")
     parser.add_argument("--skip-real", action="store_true", help="synthetic programs only")
     parser.add_argument("--select", help="rules to run, as `xferlint check --select` (default: all)")
     parser.add_argument("--ignore", help="rules to leave out, as `xferlint check --ignore`")
@@ -528,7 +576,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     rows: list[Row] = []
     if not args.skip_real:
         rows += bench_real(blocks, repeat, rules)
-    rows += bench_synthetic(sizes, repeat, rules)
+    rows += bench_synthetic(sizes, repeat, rules, calls=not args.no_calls)
 
     header = (
         f"xferlint analysis benchmark — {info['date']}\n"
