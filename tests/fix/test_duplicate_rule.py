@@ -110,3 +110,19 @@ def test_a_returned_duplicate_is_an_unsafe_fix():
     unsafe = plan_method(program, method, [DuplicateTransfer()], unsafe_fixes=True)
     (plan,) = unsafe.plans
     assert plan.removes == ("b",) and plan.copies[0].nbytes == 64
+
+
+def test_a_source_written_between_the_copies_blocks_the_fix_but_not_after():
+    between = _method([X, _h2d("a", "x"), ("w", OpKind.COMPUTE, ("x",), None, "", True), _h2d("b", "x"),
+                       _delegate("out", "a", "b")])
+    after = _method([X, _h2d("a", "x"), _h2d("b", "x"), _delegate("out", "a", "b"),
+                     ("w", OpKind.COMPUTE, ("x",), None, "", True)])
+    for method, fixable in ((between, False), (after, True)):
+        program = ProgramView(input="hand-built", name="program", kind="graph", methods=(method,))
+        planning = plan_method(program, method, [DuplicateTransfer()])
+        (finding,) = planning.findings
+        assert finding.fixable is fixable, finding.message
+        assert [p.removes for p in planning.plans] == ([("b",)] if fixable else [])
+    assert "writes the source in place between the copies" in plan_method(
+        ProgramView(input="h", name="p", kind="graph", methods=(between,)), between,
+        [DuplicateTransfer()]).findings[0].message

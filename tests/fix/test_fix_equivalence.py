@@ -40,10 +40,24 @@ class Mixed(torch.nn.Module):
         return b + c, torch.relu(a)
 
 
+class Stateful(torch.nn.Module):
+    """A mutable buffer read by two delegates, then written back (the write-back comes
+    after both copies of it, so they may be shared)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("state", torch.ones(4, 4))
+
+    def forward(self, x):
+        a = x + self.state
+        self.state.mul_(2.0)
+        return torch.relu(a) * x
+
+
 RANDOM_SEEDS = (3001, 3011)  # each has round trips and a duplicate with per-op delegates
 
 
-def _variants(module, inputs, partitioner, elisions=(False, True)):
+def _variants(module, inputs, partitioner, elisions=(False, True), config=None):
     """One edge lowering, then to_executorch with the upstream elision off and/or on."""
     from xferlint.testing import lower, upstream_elision
 
@@ -51,7 +65,7 @@ def _variants(module, inputs, partitioner, elisions=(False, True)):
     out = {}
     for elide in elisions:
         with upstream_elision(elide):
-            out[elide] = copy.deepcopy(edge).to_executorch()
+            out[elide] = copy.deepcopy(edge).to_executorch(config)
     return out
 
 
@@ -64,6 +78,14 @@ def _cases():
     per_op = _variants(mixed, mixed_inputs, xnnpack.xnnpack_per_op(["cuda:0"]))
     yield "mixed-per-op-elision-off", mixed, per_op[False]
     yield "mixed-per-op-stock", mixed, per_op[True]
+    from executorch.exir import ExecutorchBackendConfig
+    from executorch.exir.passes.init_mutable_pass import InitializedMutableBufferPass
+
+    stateful = Stateful()
+    # The buffer's initial value is serialized (ExecuTorch leaves it undefined otherwise).
+    config = ExecutorchBackendConfig(passes=[InitializedMutableBufferPass(["state"])])
+    yield "mutable-buffer", stateful, _variants(stateful, (torch.randn(4, 4),), xnnpack.xnnpack_per_op(["cuda:0"]),
+                                                (True,), config)[True]
     for seed in RANDOM_SEEDS:
         spec = randmodels.generate(seed)
         devices = list(spec.devices) or [None]
@@ -84,6 +106,12 @@ def _random_inputs(module, program, seed):
     return tuple(torch.randn(*shape, generator=generator) for shape in shapes)
 
 
+def _eager(module, inputs):
+    """Eager outputs from a fresh copy (a stateful module must start where the program does)."""
+    out = copy.deepcopy(module)(*inputs)
+    return out if isinstance(out, (tuple, list)) else (out,)
+
+
 def _assert_same(actual, expected, what):
     assert len(actual) == len(expected), what
     for a, e in zip(actual, expected):
@@ -91,17 +119,19 @@ def _assert_same(actual, expected, what):
 
 
 @pytest.mark.parametrize("name", ["mixed-whole-partitions", "mixed-per-op-elision-off", "mixed-per-op-stock",
-                                  *(f"random-{s}" for s in RANDOM_SEEDS)])
+                                  "mutable-buffer", *(f"random-{s}" for s in RANDOM_SEEDS)])
 def test_fixed_program_computes_the_same(cases, name):
     module, program = cases[name]
     result = xferlint.fix(program, name=name)
     assert result.changed, f"{name}: expected something to fix"
     if name != "mixed-per-op-elision-off" and not name.startswith("random"):
         assert {p.code for p in result.applied} == {"XF004"}
+    if name == "mutable-buffer":  # the re-emitted program still writes the buffer back and returns the output
+        assert [p.finding[0] for p in result.applied] == ["b_state", "x"]
     for seed in (1, 2):
         inputs = _random_inputs(module, program, seed)
         original = xnnpack.run_on_cpu(program, inputs)
-        _assert_same(original, list(module(*inputs)), f"{name}: the original against eager")
+        _assert_same(original, list(_eager(module, inputs)), f"{name}: the original against eager")
         _assert_same(xnnpack.run_on_cpu(result.program, inputs), original, f"{name}: fixed against original")
 
 

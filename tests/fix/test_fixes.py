@@ -192,3 +192,25 @@ def test_every_method_of_a_multi_method_program_is_fixed(lowered_once):
     assert xferlint.lint(result.program, select=["XF001", "XF003", "XF004"]) == []
     through_pass = xferlint.fix(edge)
     assert [(p.method, p.code) for p in through_pass.applied] == [("shared", "XF004")]
+
+
+def test_fixing_leaves_the_input_program_alone():
+    """The fix works on a copy: the input's graph, memory plan and bytes stay as they were
+    (FX copies node metadata shallowly, so re-planning a copy could rewrite the input's
+    TensorSpecs)."""
+    from fixhelpers import Chain, inputs
+    from xferlint.testing import lower
+
+    torch.manual_seed(0)
+    before = lower(Chain(), inputs(), ["cuda:0"], elide=False)
+
+    def snapshot():
+        specs = [(n.name, n.meta.get("spec")) for n in before.exported_program().graph_module.graph.nodes]
+        return [(name, getattr(s, "mem_id", None), getattr(s, "mem_offset", None), getattr(s, "lifetime", None))
+                for name, s in specs]
+
+    plan, data = snapshot(), bytes(before.buffer)
+    result = xferlint.fix(before)
+    assert result.changed
+    assert snapshot() == plan
+    assert bytes(before.buffer) == data

@@ -134,6 +134,7 @@ def fix_executorch_program(program: Any, rules: Sequence[Rule], origin: ProgramV
                                    unsafe_fixes=unsafe_fixes, strict=strict)
         if outcome.applied:
             planner = memory_planning_pass or inferred_memory_planning(ep)
+            restore_mutation_outputs(ep)
             replan_memory(ep, planner)
             notes.append(f"{name}: memory planned again ({_describe_planner(planner)})")
         methods[name] = ep
@@ -169,7 +170,37 @@ def _copy_program(ep: Any) -> Any:
             memo[id(module)] = module
     for tensor in itertools.chain(ep.state_dict.values(), ep.constants.values()):
         memo[id(tensor)] = tensor
-    return copy.deepcopy(ep, memo)
+    copied = copy.deepcopy(ep, memo)
+    _unshare_specs(copied.graph_module)
+    return copied
+
+
+def _unshare_specs(gm: torch.fx.GraphModule) -> None:
+    """Give a copied graph TensorSpecs of its own: FX copies `node.meta` shallowly, so the
+    copy would plan memory into the original program's specs. Specs shared between nodes
+    (an out-variant node and its `memory.alloc`) stay shared in the copy."""
+    from executorch.exir.tensor import TensorSpec
+
+    copies: dict[int, Any] = {}
+
+    def own(spec: Any) -> Any:
+        if isinstance(spec, TensorSpec):
+            if id(spec) not in copies:
+                copies[id(spec)] = copy.copy(spec)
+            return copies[id(spec)]
+        if isinstance(spec, (list, tuple)):
+            return type(spec)(own(s) for s in spec)
+        return spec
+
+    for module in gm.modules():
+        if isinstance(module, torch.fx.GraphModule):
+            for node in module.graph.nodes:
+                if "spec" in node.meta:
+                    node.meta["spec"] = own(node.meta["spec"])
+    for spec in copies.values():
+        base = getattr(spec, "storage_base", None)
+        if base is not None and id(base) in copies:
+            spec.storage_base = copies[id(base)]
 
 
 def inferred_memory_planning(ep: Any) -> Any:
@@ -199,6 +230,47 @@ def _describe_planner(planner: Any) -> str:
     return f"{type(planner).__name__}({', '.join(flags)})"
 
 
+def restore_mutation_outputs(ep: Any) -> None:
+    """Put the buffer write-backs back among the graph's outputs, where emission expects them.
+
+    `to_executorch` returns each mutated buffer (or mutated input) from the graph, ahead of
+    the user outputs, as its signature's BUFFER_MUTATION / USER_INPUT_MUTATION outputs say;
+    emission then drops those outputs from the graph in place, pairing outputs with specs by
+    position. An emitted graph is therefore one that emission would misread: the user
+    outputs would be taken for write-backs and dropped. This restores what `to_executorch`
+    planned and emitted: per mutation spec, the write-back into that buffer or input (the
+    last `copy_` into it, else the last in-place op on it, else the placeholder itself).
+    """
+    specs = list(ep.graph_signature.output_specs)
+    kinds = [getattr(s.kind, "name", "") for s in specs]
+    mutations = [i for i, k in enumerate(kinds) if k in ("BUFFER_MUTATION", "USER_INPUT_MUTATION")]
+    graph = ep.graph_module.graph
+    output = graph.output_node()
+    current = list(output.args[0]) if output.args and isinstance(output.args[0], (list, tuple)) else []
+    if not mutations or len(current) != len(specs) - len(mutations):
+        return  # nothing was stripped (or a shape we do not recognize: leave it)
+    placeholders = {n.name: n for n in graph.nodes if n.op == "placeholder"}
+    by_target = {s.target: placeholders.get(getattr(s.arg, "name", "")) for s in ep.graph_signature.input_specs
+                 if s.target is not None}
+    by_target.update({s.arg.name: placeholders.get(s.arg.name) for s in ep.graph_signature.input_specs
+                      if getattr(s.kind, "name", "") == "USER_INPUT" and hasattr(s.arg, "name")})
+    users = iter(current)
+    restored = []
+    for spec, kind in zip(specs, kinds):
+        if kind not in ("BUFFER_MUTATION", "USER_INPUT_MUTATION"):
+            restored.append(next(users))
+            continue
+        target = by_target.get(spec.target)
+        if target is None:
+            return
+        writes = [n for n in graph.nodes if n.op == "call_function" and n.args and n.args[0] is target
+                  and getattr(getattr(n.target, "_schema", None), "name", "").endswith("_")]
+        copies = [n for n in writes if "copy_" in str(n.target)]
+        restored.append((copies or writes or [target])[-1])
+    output.args = (tuple(restored),)
+    ep.graph_module.recompile()
+
+
 def replan_memory(ep: Any, planner: Any) -> None:
     """Forget the old memory plan of `ep` and plan it again with `planner`."""
     from executorch.exir.memory import free
@@ -207,10 +279,16 @@ def replan_memory(ep: Any, planner: Any) -> None:
     from executorch.exir.tensor import TensorSpec
 
     gm = ep.graph_module
+    signature = ep.graph_signature
+    mutated = {name for name, fqn in signature.inputs_to_buffers.items() if fqn in signature.buffers_to_mutate.values()}
     for module in gm.modules():
         if not isinstance(module, torch.fx.GraphModule):
             continue
         for node in list(module.graph.nodes):
+            if module is gm and node.op == "placeholder" and node.target in mutated:
+                # Emission marks an initialized mutable buffer const (its initial value is
+                # serialized) but it is planned memory: planning must see it as before.
+                node.meta["spec"].const = False
             if node.op == "call_function" and node.target is free:
                 module.graph.erase_node(node)  # planning inserts the frees it needs again
                 continue

@@ -82,9 +82,14 @@ def _always_before(facts: DeviceFacts, first: Node, later: Node) -> bool:
 
 
 def sharing_blocker(facts: DeviceFacts, dup: DuplicateCopy) -> Optional[str]:
-    """Why the duplicate's readers cannot read the first copy instead (None: they can)."""
-    for vid, role in ((dup.value, "the source"), (dup.first.output, "the first copy"),
-                      (dup.duplicate.output, "the duplicate")):
+    """Why the duplicate's readers cannot read the first copy instead (None: they can).
+
+    The source may be written in place, but not between the two copies (a buffer's
+    write-back after both is fine); nothing may write either copy in place."""
+    writer = _writer_between(facts, dup.value, dup.first.index, dup.duplicate.index)
+    if writer is not None:
+        return f"{tick(writer.name)} writes the source in place between the copies, so they hold different bytes"
+    for vid, role in ((dup.first.output, "the first copy"), (dup.duplicate.output, "the duplicate")):
         reader = facts.in_place_reader(vid)  # cached: one source may have thousands of copies
         if reader is not None:
             what = "writes" if reader.mutates else "may write (unmodelled operator)"
@@ -93,6 +98,15 @@ def sharing_blocker(facts: DeviceFacts, dup: DuplicateCopy) -> Optional[str]:
         if reader.kind not in REWIRABLE:
             return f"the duplicate feeds control flow ({tick(reader.name)}), which the fix does not rewrite"
     return None
+
+
+def _writer_between(facts: DeviceFacts, vid: str, start: int, end: int) -> Optional[Node]:
+    """A node that writes `vid` in place (or may: unmodelled) after node `start` and before
+    node `end`, in program order."""
+    if facts.in_place_reader(vid) is None:  # the common case, cached
+        return None
+    return next((r for r in facts.readers(vid)
+                 if (r.mutates or r.kind == OpKind.UNKNOWN) and start < r.index < end), None)
 
 
 def applicability(facts: DeviceFacts, dup: DuplicateCopy) -> Optional[Applicability]:
@@ -162,10 +176,11 @@ class DuplicateTransfer(Rule):
     run when they read it; copies in different branches or loop bodies are never paired.
     The first copy's buffer now lives until the last of those readers, which is why fixed
     programs are memory-planned again rather than keeping the old plan. Not fixed at all
-    when a reader of the source or of either copy writes it in place (the copies could
-    differ) or when the duplicate feeds control flow. Unsafe when the duplicate is a
-    method output: the caller would get a tensor that shares storage with another
-    consumer's input (and with another output, when the first copy is one too).
+    when the source is written in place between the two copies (a buffer's write-back
+    after both is fine), when either copy is written in place, or when the duplicate feeds
+    control flow. Unsafe when the duplicate is a method output: the caller would get a
+    tensor that shares storage with another consumer's input (and with another output,
+    when the first copy is one too).
 
     ## References
     - ExecuTorch `PropagateDevicePass._insert_h2d_copies` (one copy per delegate argument)
