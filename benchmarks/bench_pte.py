@@ -64,7 +64,7 @@ ET_DIR = (
 XF_CHECK = (
     "import sys\n"
     "from xferlint.cli import main\n"
-    "code = main(['check', *sys.argv[1:], '--isolated', '--exit-zero', '-o', '/dev/null'])\n"
+    "code = main(['check', *sys.argv[1:], '--isolated', '--exit-zero'])\n"
     "sys.stderr.write('TORCH=%d\\n' % ('torch' in sys.modules))\n"
     "sys.exit(code)\n"
 )
