@@ -168,3 +168,27 @@ def test_fuzzed_real_programs_never_crash(pte_bytes):
             break
     assert refused + linted >= min(FUZZ_CASES, 500)
     assert refused and linted  # the mutations hit both valid-but-changed and broken files
+
+
+def test_fixing_fuzzed_programs_never_crashes(pte_bytes):
+    """`xferlint fix` on mutated fixable programs: a fixed file that reads back, or one line."""
+    from xferlint.errors import XferlintError
+    from xferlint.pte.fix import fix_pte_bytes
+    from xferlint.pte.program import read_program
+    from xferlint.selection import select_rules
+
+    rules = select_rules()
+    sources = [pte_bytes(n) for n in ("addsin-rewired", "addsin-noelide-naive", "cond-after-dead-copy")]
+    rnd = random.Random(7)
+    changed = 0
+    for case in range(400):
+        data = mutate(sources[case % len(sources)], rnd)
+        try:
+            result = fix_pte_bytes(data, rules, label="fuzz.pte")
+        except XferlintError as exc:
+            assert "\n" not in str(exc)
+            continue
+        if result.changed:
+            changed += 1
+            read_program(result.buffer)  # what fix writes always reads back
+    assert changed
