@@ -223,6 +223,7 @@ class DuplicateTransfer(Rule):
             if producer is not None:
                 path.insert(0, (producer, "producer"))
             finding = ctx.finding(self, message, path, nbytes, anchor=dup.duplicate)
+            update: dict = {"saves_bytes": nbytes, "removes": [dup.duplicate.name]} if fix is not None else {}
             if fix != self.fix_applicability:
-                finding = finding.model_copy(update={"fixable": fix is not None, "fix_applicability": fix})
-            yield finding
+                update.update(fixable=fix is not None, fix_applicability=fix)
+            yield finding.model_copy(update=update) if update else finding
