@@ -25,7 +25,7 @@ from xferlint.analyzer.view import MethodView, ProgramView
 from xferlint.errors import FixError
 from xferlint.findings import Finding
 from xferlint.fixes.engine import MAX_ROUNDS, MethodPlanning, check_fixed, plan_method
-from xferlint.fixes.plan import OUTPUT, FixPlan, NoFix, edits
+from xferlint.fixes.plan import OUTPUT, FixPlan, edits
 from xferlint.frontends.executorch import read_method
 from xferlint.rules.base import Rule
 
@@ -187,10 +187,10 @@ def fix_graph_module(
         findings = planning.findings if findings is None else findings
         if not planning.plans:
             break
-        good = _verified(gm, planning, read, program, rules, refused)
+        good, checked = _verified(gm, planning, read, program, rules, refused)
         if good:
-            apply_plans(gm, good)
-            view = read(gm)
+            apply_plans(gm, good)  # the same edits the scratch copy took: `checked` is its view
+            view = checked
             applied.extend(good)
     else:  # pragma: no cover - a planner that keeps finding work: never seen, but never loop forever
         for plan in planning.plans:
@@ -203,8 +203,11 @@ def fix_graph_module(
                          skipped=skipped, remaining=planning.findings)
 
 
-def _verified(gm, planning: MethodPlanning, read, program, rules, refused) -> list[FixPlan]:
-    """The largest prefix-greedy subset of this round's plans that verifies."""
+def _verified(gm, planning: MethodPlanning, read, program, rules, refused
+              ) -> tuple[list[FixPlan], Optional[MethodView]]:
+    """The plans of this round that verify (all of them, else those that do when added one
+    at a time) and the view of the scratch copy they were checked on."""
+    checked: dict[str, MethodView] = {}
 
     def attempt(plans: list[FixPlan]) -> Optional[str]:
         scratch = scratch_copy(gm)
@@ -213,24 +216,26 @@ def _verified(gm, planning: MethodPlanning, read, program, rules, refused) -> li
             after = read(scratch)
         except Exception as exc:  # noqa: BLE001 - any failure means: do not apply
             return first_line(exc) if isinstance(exc, FixError) else f"{type(exc).__name__}: {first_line(exc)}"
-        return check_fixed(program, after, rules, planning, plans)
+        problem = check_fixed(program, after, rules, planning, plans)
+        if problem is None:
+            checked["view"] = after
+        return problem
 
     problem = attempt(planning.plans)
     if problem is None:
-        return planning.plans
+        return planning.plans, checked["view"]
     selected = planning.selected
     if len(selected) == 1:
         refused[selected[0].key] = _skip(selected[0], f"not applied, it did not verify: {problem}")
-        return []
+        return [], None
     kept: list[FixPlan] = []
     for plan in selected:
-        trial = planning.resolve(kept + [plan])
-        problem = attempt(trial)
+        problem = attempt(planning.resolve(kept + [plan]))
         if problem is None:
             kept.append(plan)
         else:
             refused[plan.key] = _skip(plan, f"not applied, it did not verify: {problem}")
-    return planning.resolve(kept) if kept else []
+    return (planning.resolve(kept), checked["view"]) if kept else ([], None)
 
 
-__all__ = ["FxIndex", "MethodOutcome", "NoFix", "Skipped", "apply_plans", "fix_graph_module", "scratch_copy"]
+__all__ = ["FxIndex", "MethodOutcome", "Skipped", "apply_plans", "fix_graph_module", "scratch_copy"]
