@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 
 
 def write_atomic(path: str, data: bytes) -> None:
     """Write `data` to `path` through a temporary file in the same directory and a rename,
-    so readers see the old file or the whole new one, never a part."""
+    so readers see the old file or the whole new one, never a part.
+
+    A path that exists and is not a regular file (`/dev/null`, `/dev/stdout`, a FIFO) is
+    written in place: renaming over it would replace the device node with a file.
+    """
+    if os.path.exists(path) and not stat.S_ISREG(os.stat(path).st_mode):
+        with open(path, "wb") as handle:
+            handle.write(data)
+        return
     directory = os.path.dirname(os.path.abspath(path)) or "."
     fd, tmp = tempfile.mkstemp(prefix=".xferlint-", suffix=".tmp", dir=directory)
     try:
