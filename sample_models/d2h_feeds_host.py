@@ -3,7 +3,8 @@
 The projection runs on cuda:0; its result goes to a delegate on cuda:0 (the residual add)
 and to `torch.cos`, which the backend cannot take and so runs on host. Stock ExecuTorch
 elides the device -> host -> device bounce into the add but keeps the D2H, because the
-host `cos` reads it. Expect no XF001 and no XF003.
+host `cos` reads it. Expect no XF001 and no XF003 (`x` itself feeds two cuda:0 delegates,
+the mm and the add, so stock ExecuTorch copies it twice: one XF004).
 """
 
 import torch
