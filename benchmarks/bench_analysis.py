@@ -80,14 +80,22 @@ class Sample:
         }
 
 
+GC_DURING_TIMING = True  # --gc off turns the cyclic collector off while a stage runs
+
+
 def timed(sample: Sample, fn: Callable[[], Any]) -> Any:
     """Run fn once and add its wall and CPU time to `sample`. Garbage left over from the
     previous stage is collected first so it is not billed to this one; the collector
-    stays on while fn runs, as it does in a real `xferlint check`."""
+    stays on while fn runs (as it does in a real `xferlint check`) unless `--gc off`."""
     gc.collect()
-    w0, c0 = time.perf_counter(), time.process_time()
-    result = fn()
-    c1, w1 = time.process_time(), time.perf_counter()
+    if not GC_DURING_TIMING:
+        gc.disable()
+    try:
+        w0, c0 = time.perf_counter(), time.process_time()
+        result = fn()
+        c1, w1 = time.process_time(), time.perf_counter()
+    finally:
+        gc.enable()
     sample.add(w1 - w0, c1 - c0)
     return result
 
@@ -551,6 +559,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--sizes", help="synthetic sizes in FX nodes, comma separated "
                         "(default 10000,30000,100000,200000; --quick 10000,100000)")
     parser.add_argument("--blocks", type=int, help="blocks of the real ladder model (default 100, --quick 70)")
+    parser.add_argument("--gc", choices=("on", "off"), default="on",
+                        help="cyclic garbage collector during timed stages, both tools (default on, as in real runs)")
     parser.add_argument("--no-calls", action="store_true", help="skip counting Python calls (one extra run per size)")
     parser.add_argument("--skip-real", action="store_true", help="synthetic programs only")
     parser.add_argument("--select", help="rules to run, as `xferlint check --select` (default: all)")
@@ -562,6 +572,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     sizes = [int(s) for s in (args.sizes or ("10000,100000" if args.quick else "10000,30000,100000,200000")).split(",")]
     blocks = args.blocks or (70 if args.quick else 100)
 
+    global GC_DURING_TIMING
+    GC_DURING_TIMING = args.gc == "on"
     warnings.filterwarnings("ignore")
     import logging
 
@@ -584,12 +596,12 @@ def main(argv: Optional[list[str]] = None) -> int:
         f"executorch {info['executorch']}; load average at start {info['load_average_at_start']}\n"
         f"xferlint at {info['commit'] or '?'}{' (with uncommitted changes under xferlint/)' if info['xferlint_modified'] else ''}\n"
         f"command: {command}\n"
-        f"rules: {', '.join(r.code for r in rules)}; median of {repeat} run(s)\n"
+        f"rules: {', '.join(r.code for r in rules)}; median of {repeat} run(s); cyclic GC {args.gc} while timing\n"
     )
     text = header + "\n" + tables(rows)
     print(text)
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps({"machine": info, "command": command, "rules": [r.code for r in rules],
+    args.json.write_text(json.dumps({"machine": info, "command": command, "rules": [r.code for r in rules], "gc": args.gc,
                                      "rows": [r.as_dict() for r in rows]}, indent=2) + "\n")
     (args.json.with_suffix(".md")).write_text(text + "\n")
     log(f"wrote {args.json} and {args.json.with_suffix('.md')}")
