@@ -15,7 +15,6 @@ from __future__ import annotations
 import copy
 import itertools
 import operator
-from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
 import torch
@@ -25,6 +24,7 @@ from xferlint.analyzer.view import MethodView, ProgramView
 from xferlint.errors import FixError
 from xferlint.findings import Finding
 from xferlint.fixes.engine import MAX_ROUNDS, MethodPlanning, check_fixed, plan_method
+from xferlint.fixes.outcome import MethodOutcome, Skipped
 from xferlint.fixes.plan import OUTPUT, FixPlan, edits
 from xferlint.frontends.executorch import read_method
 from xferlint.rules.base import Rule
@@ -126,31 +126,6 @@ def scratch_copy(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
         if isinstance(value, torch.Tensor):
             memo[id(value)] = value
     return copy.deepcopy(gm, memo)
-
-
-@dataclass(frozen=True)
-class Skipped:
-    """A finding whose fix was not applied, and why."""
-
-    code: str
-    name: str
-    method: str
-    nodes: tuple[str, ...]
-    reason: str
-    unsafe: bool = False  # would apply with --unsafe-fixes
-
-
-@dataclass
-class MethodOutcome:
-    """What fixing one method did."""
-
-    method: str
-    before: MethodView
-    after: MethodView
-    findings: list[Finding]  # before the fix
-    applied: list[FixPlan] = field(default_factory=list)
-    skipped: list[Skipped] = field(default_factory=list)
-    remaining: list[Finding] = field(default_factory=list)  # after the fix
 
 
 def _skip(item: Any, reason: str, unsafe: bool = False) -> Skipped:

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from xferlint.pte.fix import PteFixResult, fix_pte_loaded
+from xferlint.fixes.result import FixResult
+from xferlint.pte.fix import fix_pte_loaded
 from xferlint.rules.base import Rule
 
-__all__ = ["fix_pte", "PteFixResult"]
+__all__ = ["fix_pte"]
 
 
 def fix_pte(loaded: Any, rules: Sequence[Rule], origin: Any = None, *, unsafe_fixes: bool = False,
-            strict: bool = False) -> PteFixResult:
+            strict: bool = False) -> FixResult:
     """Fix the `.pte` program `loaded` (a LoadedProgram from the .pte frontend)."""
     return fix_pte_loaded(loaded, rules, unsafe_fixes=unsafe_fixes)

@@ -9,7 +9,7 @@ from typing import Any, Optional
 
 from xferlint.analyzer.view import MethodView, OpKind
 from xferlint.findings import Finding
-from xferlint.fixes.fx import MethodOutcome, Skipped
+from xferlint.fixes.outcome import MethodOutcome, Skipped
 from xferlint.fixes.plan import FixPlan
 from xferlint.rules.base import format_bytes
 

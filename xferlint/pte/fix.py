@@ -14,133 +14,27 @@ left to fix.
 Everything here is torch-free.
 """
 
-import difflib
 from collections import defaultdict
 from typing import Any, Optional, Sequence
 
 from xferlint.analyzer.facts import DeviceFacts
-from xferlint.analyzer.view import MethodView, OpKind, ProgramView
+from xferlint.analyzer.view import MethodView, ProgramView
 from xferlint.errors import FixError
 from xferlint.findings import Finding, Severity
 from xferlint.fixes.engine import MAX_ROUNDS, plan_method
+from xferlint.fixes.outcome import MethodOutcome, Skipped
 from xferlint.fixes.plan import OUTPUT, FixPlan, finding_key
+from xferlint.fixes.result import FixResult
 from xferlint.frontends.pte import PteNative, kernel_io, load_pte_bytes
 from xferlint.pte import program as pp
 from xferlint.pte.memory import Edits, describe, new_conflicts
 from xferlint.pte.patch import Patcher
-from xferlint.rules.base import Rule, RuleContext, format_bytes
+from xferlint.rules.base import Rule, RuleContext
 
 ENTRY_POINT_ROUTE = (
     "fix the program before it is memory planned instead: `xferlint fix model.py:program -o model.pte` "
     "(or xferlint.fixes.FixTransfersPass() in ExecutorchBackendConfig.to_out_var_pass) plans memory anew"
 )
-
-
-# --------------------------------------------------------------------------- results
-
-
-class Skipped:
-    """A fixable finding whose fix was not applied, and why."""
-
-    def __init__(self, code: str, name: str, method: str, nodes: tuple[str, ...], reason: str,
-                 unsafe: bool = False) -> None:
-        self.code, self.name, self.method, self.nodes = code, name, method, tuple(nodes)
-        self.reason, self.unsafe = reason, unsafe
-
-    def __repr__(self) -> str:
-        return f"Skipped({self.code}, {self.method}, {self.nodes}, {self.reason!r})"
-
-
-class MethodOutcome:
-    def __init__(self, method: str, before: MethodView, findings: list[Finding]) -> None:
-        self.method = method
-        self.before = before
-        self.after = before
-        self.findings = findings
-        self.applied: list[FixPlan] = []
-        self.skipped: list[Skipped] = []
-        self.remaining: list[Finding] = []
-
-
-class PteFixResult:
-    """What fixing a `.pte` did; the same interface as `xferlint.fixes.result.FixResult`
-    (which the CLI uses), with `program` the fixed file's bytes."""
-
-    def __init__(self, input: str, program: bytes) -> None:
-        self.input = input
-        self.program = program
-        self.methods: list[MethodOutcome] = []
-        self.remaining: list[Finding] = []
-        self.notes: list[str] = []
-
-    @property
-    def applied(self) -> list[FixPlan]:
-        return [p for m in self.methods for p in m.applied]
-
-    @property
-    def skipped(self) -> list[Skipped]:
-        return [s for m in self.methods for s in m.skipped]
-
-    @property
-    def changed(self) -> bool:
-        return bool(self.applied)
-
-    @property
-    def copies_removed(self) -> int:
-        return sum(len(p.copies) for p in self.applied)
-
-    @property
-    def bytes_saved(self) -> Optional[int]:
-        sizes = [c.nbytes for p in self.applied for c in p.copies]
-        return None if any(s is None for s in sizes) else sum(s for s in sizes if s is not None)
-
-    @property
-    def buffer(self) -> bytes:
-        return self.program
-
-    @property
-    def data_files(self) -> dict[str, bytes]:
-        return {}
-
-    def by_rule(self) -> list[tuple[str, str, int, int, int]]:
-        groups: dict[str, list[FixPlan]] = defaultdict(list)
-        for plan in self.applied:
-            groups[plan.code].append(plan)
-        out = []
-        for code in sorted(groups):
-            copies = [c for p in groups[code] for c in p.copies]
-            out.append((code, groups[code][0].name, len(groups[code]), len(copies), sum(c.nbytes or 0 for c in copies)))
-        return out
-
-    def summary_lines(self) -> list[str]:
-        lines = []
-        for code, name, fixed, copies, nbytes in self.by_rule():
-            noun = "copy" if copies == 1 else "copies"
-            lines.append(f"{self.input}: {code} {name}: fixed {fixed}, removed {copies} {noun}, "
-                         f"{format_bytes(nbytes)} per call saved")
-        for skip in self.skipped:
-            lines.append(f"{self.input}: {skip.code} not fixed ({skip.method}: {', '.join(skip.nodes)}): "
-                         f"{skip.reason}" + (" (use --unsafe-fixes)" if skip.unsafe else ""))
-        return lines or [f"{self.input}: nothing to fix"]
-
-    def diff(self) -> str:
-        chunks: list[str] = []
-        for m in self.methods:
-            if m.applied:
-                chunks.extend(difflib.unified_diff(_render(m.before), _render(m.after), f"{self.input} ({m.method})",
-                                                   f"{self.input} ({m.method}, fixed)", lineterm=""))
-        return "\n".join(chunks) + ("\n" if chunks else "")
-
-
-def _render(method: MethodView) -> list[str]:
-    lines = []
-    for node in method.nodes:
-        if node.kind in (OpKind.INPUT, OpKind.CONSTANT):
-            continue
-        device = f"  # {node.device}" if node.device is not None else ""
-        lines.append(f"{', '.join(node.outputs) or '_'} = {node.target}({', '.join(node.inputs)}){device}")
-    lines.append(f"return ({', '.join(v or 'None' for v in method.outputs)})")
-    return lines
 
 
 # --------------------------------------------------------------------------- planning
@@ -272,10 +166,10 @@ def _fix_method(state: dict, index: int, rules: Sequence[Rule], unsafe_fixes: bo
     native: PteNative = loaded.native
     planning = plan_method(view, method, rules, unsafe_fixes, exclude=exclude)
     for no in planning.no_fix:
-        outcome.skipped.append(Skipped(no.code, no.name, no.method, no.finding, no.reason))
+        outcome.skipped.append(Skipped(no.code, no.name, no.method, tuple(no.finding), no.reason))
         exclude.add(no.key)
     for plan in planning.unsafe:
-        outcome.skipped.append(Skipped(plan.code, plan.name, plan.method, plan.finding,
+        outcome.skipped.append(Skipped(plan.code, plan.name, plan.method, tuple(plan.finding),
                                        "the fix is unsafe: " + plan.summary, unsafe=True))
         exclude.add(plan.key)
     accepted: list[FixPlan] = []
@@ -290,7 +184,7 @@ def _fix_method(state: dict, index: int, rules: Sequence[Rule], unsafe_fixes: bo
             if found:
                 problem = f"the memory plan would break: {describe(method, found[0])}; {ENTRY_POINT_ROUTE}"
         if problem is not None:
-            outcome.skipped.append(Skipped(plan.code, plan.name, plan.method, plan.finding, problem))
+            outcome.skipped.append(Skipped(plan.code, plan.name, plan.method, tuple(plan.finding), problem))
             exclude.add(plan.key)
             continue
         accepted.append(selected)
@@ -304,7 +198,7 @@ def _fix_method(state: dict, index: int, rules: Sequence[Rule], unsafe_fixes: bo
         raise
     except Exception as exc:  # noqa: BLE001 - a patch that does not read back is a bug: keep the old program
         for plan in plans:
-            outcome.skipped.append(Skipped(plan.code, plan.name, plan.method, plan.finding,
+            outcome.skipped.append(Skipped(plan.code, plan.name, plan.method, tuple(plan.finding),
                                            f"the patched program does not read back ({exc})"))
             exclude.add(plan.key)
         return False
@@ -320,7 +214,7 @@ def _fix_method(state: dict, index: int, rules: Sequence[Rule], unsafe_fixes: bo
     problem = _verify(fixed.view, new_method, rules, planning.findings, plans, renames)
     if problem is not None:
         for plan in plans:
-            outcome.skipped.append(Skipped(plan.code, plan.name, plan.method, plan.finding, problem))
+            outcome.skipped.append(Skipped(plan.code, plan.name, plan.method, tuple(plan.finding), problem))
             exclude.add(plan.key)
         return False
     outcome.applied.extend(plans)
@@ -348,19 +242,19 @@ def _verify(view: ProgramView, method: MethodView, rules: Sequence[Rule], before
     return None
 
 
-def fix_pte_loaded(loaded: Any, rules: Sequence[Rule], *, unsafe_fixes: bool = False) -> PteFixResult:
+def fix_pte_loaded(loaded: Any, rules: Sequence[Rule], *, unsafe_fixes: bool = False) -> FixResult:
     """Fix a `.pte` that `load_pte_bytes` / `load_pte_file` read; returns the result with
     the fixed bytes (the input's bytes when nothing could be fixed)."""
     native: PteNative = loaded.native
     if not isinstance(native, PteNative):
         raise FixError(f"{loaded.view.input}: not a .pte program")
     view: ProgramView = loaded.view
-    result = PteFixResult(view.input, native.data)
+    result = FixResult(view.input, native.data)
     state = {"data": native.data, "loaded": loaded}
     outcomes = []
     for i, method in enumerate(view.methods):
         findings = _lint(view, method, rules)
-        outcomes.append(MethodOutcome(method.name, method, findings))
+        outcomes.append(MethodOutcome(method=method.name, before=method, after=method, findings=findings))
     excludes: list[set] = [set() for _ in view.methods]
     for _ in range(MAX_ROUNDS):
         progressed = False
@@ -382,5 +276,5 @@ def fix_pte_loaded(loaded: Any, rules: Sequence[Rule], *, unsafe_fixes: bool = F
 
 
 def fix_pte_bytes(data: bytes, rules: Sequence[Rule], *, label: str = "program.pte",
-                  unsafe_fixes: bool = False) -> PteFixResult:
+                  unsafe_fixes: bool = False) -> FixResult:
     return fix_pte_loaded(load_pte_bytes(data, label=label), rules, unsafe_fixes=unsafe_fixes)
