@@ -256,39 +256,10 @@ def test_sparse_solver_agrees_with_round_robin(seed):
 
 
 def _deep_partitioner(devices):
-    from executorch.exir.backend.compile_spec_schema import CompileSpec
-    from executorch.exir.backend.partitioner import DelegationSpec, PartitionResult
-    from executorch.exir.graph_module import get_control_flow_submodules
-
+    """A DevicePartitioner that also tags ops inside cond/map/scan bodies."""
     from xferlint.testing import DevicePartitioner
 
-    class DeepPartitioner(DevicePartitioner):
-        """DevicePartitioner that also tags ops inside cond/map/scan bodies."""
-
-        def partition(self, exported_program):
-            tags = {}
-            position = 0
-
-            def walk(gm):
-                nonlocal position
-                for node in gm.graph.nodes:
-                    if node.op != "call_function" or node.target not in self.ops:
-                        continue
-                    device = self._device_for(node, position)
-                    position += 1
-                    if device is None:
-                        continue
-                    tag = f"deep_{position}"
-                    node.meta["delegation_tag"] = tag
-                    specs = self.extra_specs + [CompileSpec("target_device", device.encode())]
-                    tags[tag] = DelegationSpec(self.backend, specs)
-                for _, submodule, _ in get_control_flow_submodules(gm):
-                    walk(submodule)
-
-            walk(exported_program.graph_module)
-            return PartitionResult(tagged_exported_program=exported_program, partition_tags=tags)
-
-    return DeepPartitioner(devices)
+    return DevicePartitioner(devices, nested=True)
 
 
 def _cond_module(true_op: str, false_op: str):

@@ -123,37 +123,9 @@ def square_inputs(count: int = 2, shape=(4, 4), seed: int = 0):
 def nested_partitioner(devices):
     """A DevicePartitioner that also tags ops inside control-flow bodies (ExecuTorch's
     to_backend lowers tagged nodes in `cond` / `map` submodules too)."""
-    torch = _torch()
-    from xferlint.testing import CompileSpec, DelegationSpec, DevicePartitioner, PartitionResult
+    from xferlint.testing import DevicePartitioner
 
-    class NestedPartitioner(DevicePartitioner):
-        def partition(self, exported_program):
-            tags = {}
-            position = 0
-
-            def walk(gm):
-                nonlocal position
-                for node in gm.graph.nodes:
-                    if node.op == "get_attr":
-                        sub = getattr(gm, node.target, None)
-                        if isinstance(sub, torch.fx.GraphModule):
-                            walk(sub)
-                    if node.op != "call_function" or node.target not in self.ops:
-                        continue
-                    device = self._device_for(node, position)
-                    position += 1
-                    if device is None:
-                        continue
-                    tag = f"xferlint_nested_{position}"
-                    node.meta["delegation_tag"] = tag
-                    tags[tag] = DelegationSpec(
-                        self.backend, self.extra_specs + [CompileSpec("target_device", device.encode())]
-                    )
-
-            walk(exported_program.graph_module)
-            return PartitionResult(tagged_exported_program=exported_program, partition_tags=tags)
-
-    return NestedPartitioner(devices)
+    return DevicePartitioner(devices, nested=True)
 
 
 def group_partitioner(groups: dict[int, tuple[str, str]]):
