@@ -26,6 +26,13 @@ class RoundTrip:
     def same_device(self) -> bool:
         return self.source == self.target
 
+    def path(self) -> list[tuple[Node, str]]:
+        """The transfer path with roles: producer, d2h, h2d, first consumer."""
+        path = [(self.d2h, "d2h"), (self.h2d, "h2d")] + [(c, "consumer") for c in self.consumers[:1]]
+        if self.producer is not None:
+            path.insert(0, (self.producer, "producer"))
+        return path
+
 
 def round_trip_at(facts: DeviceFacts, h2d: Node) -> Optional[RoundTrip]:
     """The round trip that ends in `h2d`, when its source is a D2H of a device tensor."""

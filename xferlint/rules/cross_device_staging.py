@@ -66,7 +66,4 @@ class CrossDeviceStaging(Rule):
                 f"ExecuTorch has no device-to-device copy; if both partitions can run on one device, "
                 f"give them the same target_device."
             )
-            path = [(trip.d2h, "d2h"), (trip.h2d, "h2d")] + [(c, "consumer") for c in trip.consumers[:1]]
-            if trip.producer is not None:
-                path.insert(0, (trip.producer, "producer"))
-            yield ctx.finding(self, message, path, nbytes, anchor=trip.producer or trip.h2d)
+            yield ctx.finding(self, message, trip.path(), nbytes, anchor=trip.producer or trip.h2d)

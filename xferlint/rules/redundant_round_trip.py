@@ -100,8 +100,5 @@ class RedundantRoundTrip(Rule):
                 f"{format_bytes(ctx.facts.nbytes(trip.value))} cross the bus twice per call for nothing. "
                 f"Feed {tick(trip.value)} to the consumer directly (`xferlint fix` does; {d2h_fate})."
             )
-            path = [(trip.d2h, "d2h"), (trip.h2d, "h2d")] + [(c, "consumer") for c in trip.consumers[:1]]
-            if trip.producer is not None:
-                path.insert(0, (trip.producer, "producer"))
-            finding = ctx.finding(self, message, path, ctx.facts.nbytes(trip.value), anchor=trip.producer or trip.h2d)
+            finding = ctx.finding(self, message, trip.path(), ctx.facts.nbytes(trip.value), anchor=trip.producer or trip.h2d)
             yield finding.model_copy(update=_savings(ctx.facts, trip))
