@@ -19,9 +19,20 @@ def _where(finding, options: ReportOptions) -> str:
     return f"{finding.input}:{finding.method}:{node}"
 
 
+def _context(finding) -> str:
+    """` (in program[edge], method decode)` when a source line alone does not say which
+    program of a dict, or which method, the finding is in."""
+    parts = []
+    if finding.location is not None and finding.input.endswith("]"):
+        parts.append(finding.input.rsplit(":", 1)[-1])
+    if finding.location is not None and finding.method != "forward":
+        parts.append(f"method {finding.method}")
+    return f" (in {', '.join(parts)})" if parts else ""
+
+
 def _line(finding, options: ReportOptions) -> str:
     mark = " [*]" if finding.fixable else ""
-    return f"{_where(finding, options)}: {finding.code}{mark} {finding.message}"
+    return f"{_where(finding, options)}: {finding.code}{mark} {finding.message}{_context(finding)}"
 
 
 def _statistics(report) -> list[str]:
