@@ -20,7 +20,8 @@ For each program, on the same graph:
   reads) and stock (elision on: more work). The real program also shows SpecPropPass,
   which `to_executorch` runs just before it.
 - xferlint: frontend (FX graph -> ProgramView), analysis (DeviceFacts: solver, readers /
-  writers, liveness) and all rules, each timed, on the graph the pass produced (and, for
+  writers, liveness) and all rules (with the per-method transfer summary, as `xferlint
+  check` computes it), each timed, on the graph the pass produced (and, for
   the real program, on the final `to_executorch` program too); `report` (sort +
   JSON) is shown apart.
 
@@ -152,8 +153,9 @@ def run_xferlint(times: XferlintTimes, read: Callable[[], Any], rules: list) -> 
             contexts.append(RuleContext(program=view, method=method, facts=DeviceFacts.compute(method)))
 
     timed(times.analysis, analysis)
-    findings = timed(times.rules, lambda: [f for ctx in contexts for rule in rules for f in rule.check(ctx)])
-    timed(times.report, lambda: emit(build_report(findings, [], 1, 1), None))
+    transfers: list = []
+    findings = timed(times.rules, lambda: check_rules(contexts, rules, transfers))
+    timed(times.report, lambda: emit(build_report(findings, [], 1, 1, transfers=transfers), None))
     n = len(times.rules.cpu) - 1
     times.total.add(
         times.frontend.wall[n] + times.analysis.wall[n] + times.rules.wall[n],
@@ -176,17 +178,27 @@ def count_calls(fn: Callable[[], Any]) -> tuple[Any, int]:
     return result, pstats.Stats(profile).total_calls
 
 
+def check_rules(contexts: list, rules: list, transfers: list) -> list:
+    """Every rule on every method, then the method's transfer summary, as `api.analyze`
+    does for `xferlint check`."""
+    from xferlint.analyzer.summary import method_transfers
+
+    findings = []
+    for ctx in contexts:
+        mine = [f for rule in rules for f in rule.check(ctx)]
+        findings.extend(mine)
+        transfers.append(method_transfers(ctx.program.input, ctx.program.name, ctx.method, ctx.facts, mine))
+    return findings
+
+
 def xferlint_once(read: Callable[[], Any], rules: list) -> list:
-    """Frontend, analysis and rules in one go (untimed)."""
+    """Frontend, analysis, rules and transfer summary in one go (untimed)."""
     from xferlint.analyzer.facts import DeviceFacts
     from xferlint.rules.base import RuleContext
 
     view = read()
-    findings = []
-    for method in view.methods:
-        ctx = RuleContext(program=view, method=method, facts=DeviceFacts.compute(method))
-        findings.extend(f for rule in rules for f in rule.check(ctx))
-    return findings
+    contexts = [RuleContext(program=view, method=m, facts=DeviceFacts.compute(m)) for m in view.methods]
+    return check_rules(contexts, rules, [])
 
 
 def view_of(method_view):
@@ -256,7 +268,8 @@ def tables(rows: list[Row]) -> str:
         )
     out += [
         "",
-        "xferlint stages (CPU-time medians, ms; µs per FX node in brackets; report = sort + JSON, not in the total):",
+        "xferlint stages (CPU-time medians, ms; µs per FX node in brackets; rules include the per-method transfer "
+        "summary, as in `xferlint check`; report = sort + JSON, not in the total):",
         "",
         "| program | view nodes | frontend | analysis | rules | total | report | findings by rule |",
         "|---|---:|---:|---:|---:|---:|---:|---|",
