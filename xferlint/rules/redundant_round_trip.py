@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import partial
+from typing import Optional
 
 from xferlint.analyzer.view import OpKind
 from xferlint.findings import Applicability
@@ -16,15 +17,19 @@ def _build(devices, **kwargs):
     return lowered("AddSin", devices, **kwargs)
 
 
-def _savings(facts, trip) -> dict:
+def _savings(facts, trip, kept: Optional[dict] = None) -> dict:
     """What the fix stops moving: the H2D, and the D2H once every reader of it is a
-    same-device round trip that the fix also removes (and it is no output)."""
+    same-device round trip that the fix also removes (and it is no output). `kept`
+    caches that per D2H: a D2H read by k round trips would otherwise be scanned k times."""
     removes = [trip.h2d.name]
     nbytes = facts.nbytes(trip.h2d.output) if facts.nbytes(trip.h2d.output) is not None else facts.nbytes(trip.value)
-    keeps = facts.is_output(trip.d2h.output) or any(
-        not (r.kind == OpKind.H2D and (t := round_trip_at(facts, r)) is not None and t.same_device)
-        for r in facts.readers(trip.d2h.output)
-    )
+    kept = {} if kept is None else kept
+    if trip.d2h.output not in kept:
+        kept[trip.d2h.output] = facts.is_output(trip.d2h.output) or any(
+            not (r.kind == OpKind.H2D and (t := round_trip_at(facts, r)) is not None and t.same_device)
+            for r in facts.readers(trip.d2h.output)
+        )
+    keeps = kept[trip.d2h.output]
     if not keeps:
         removes.append(trip.d2h.name)
         d2h_bytes = facts.nbytes(trip.d2h.output)
@@ -81,13 +86,14 @@ class RedundantRoundTrip(Rule):
     )
 
     def check(self, ctx):
+        kept: dict = {}  # per D2H, for _savings
         for trip in round_trips(ctx.facts):
             if not trip.same_device:
                 continue
             consumer = trip.consumers[0] if trip.consumers else None
-            other_readers = [r for r in ctx.facts.readers(trip.d2h.output) if r is not trip.h2d]
-            if other_readers:
-                d2h_fate = f"{tick(trip.d2h.name)} stays: it also feeds host code ({tick(other_readers[0].name)})"
+            other_reader = next((r for r in ctx.facts.readers(trip.d2h.output) if r is not trip.h2d), None)
+            if other_reader is not None:
+                d2h_fate = f"{tick(trip.d2h.name)} stays: it also feeds host code ({tick(other_reader.name)})"
             elif ctx.facts.is_output(trip.d2h.output):
                 # Read by nothing else, but returned by the method: it must stay.
                 d2h_fate = f"{tick(trip.d2h.name)} stays: it is also a method output"
@@ -101,4 +107,4 @@ class RedundantRoundTrip(Rule):
                 f"Feed {tick(trip.value)} to the consumer directly (`xferlint fix` does; {d2h_fate})."
             )
             finding = ctx.finding(self, message, trip.path(), ctx.facts.nbytes(trip.value), anchor=trip.producer or trip.h2d)
-            yield finding.model_copy(update=_savings(ctx.facts, trip))
+            yield finding.model_copy(update=_savings(ctx.facts, trip, kept))
