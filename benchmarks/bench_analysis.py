@@ -10,7 +10,8 @@ Two kinds of program:
 - synthetic: an edge graph built directly with torch.fx (placeholders, real
   LoweredBackendModules referenced by thousands of `executorch_call_delegate` call sites,
   getitems, host ops, TensorSpecs as SpecPropPass would set them), at several sizes, to
-  show how time grows with program size.
+  show how time grows with program size; plus a fan-out graph (one device value read by
+  thousands of same-device delegates) that catches per-copy scans of a value's readers.
 
 For each program, on the same graph:
 
@@ -393,6 +394,7 @@ def _source_line(text: str) -> int:
 
 
 NODES_PER_BLOCK = 22  # after the pass, elision off: 4 get_attr, 4 delegates, 4 getitem, 1 cos, 5 H2D, 4 D2H
+FANOUT_NODES_PER_READER = 5  # get_attr, delegate, getitem, H2D, D2H
 
 
 class Synthetic:
@@ -445,7 +447,7 @@ class Synthetic:
             output_specs=[OutputSpec(OutputKind.USER_OUTPUT, TensorArgument("out"), None)],
         )
 
-    def build(self, blocks: int):
+    def build(self, blocks: int, fanout: bool = False):
         import torch
         from executorch.exir.delegate import executorch_call_delegate
         from executorch.exir.dialects._ops import ops as exir_ops
@@ -477,6 +479,14 @@ class Synthetic:
         w = tensor(graph.placeholder("w"))
         x = tensor(graph.placeholder("x"))
         cos = exir_ops.edge.aten.cos.default
+        if fanout:
+            # One device value read by `blocks` delegates on its own device: after the
+            # pass (elision off), one D2H read by `blocks` round-trip H2Ds.
+            a = delegate("add_cuda0", (x, w), traces[0])
+            results = [delegate("sin_cuda0", (a,), traces[1]) for _ in range(blocks)]
+            out = graph.output(tuple(results))
+            out.meta["spec"] = tuple(r.meta["spec"] for r in results)
+            return torch.fx.GraphModule(root, graph)
         for _ in range(blocks):
             a = delegate("add_cuda0", (x, w), traces[0])
             b = delegate("sin_cuda0", (a,), traces[1])
@@ -488,39 +498,40 @@ class Synthetic:
         return torch.fx.GraphModule(root, graph)
 
 
-def bench_synthetic(sizes: list[int], repeat: int, rules: list, calls: bool = True) -> list[Row]:
+def bench_synthetic(sizes: list[int], repeat: int, rules: list, calls: bool = True, fanout: bool = False) -> list[Row]:
     from xferlint.frontends.executorch import read_method
 
     log("synthetic: lowering the delegates the graphs reference (not timed) ...")
     synth = Synthetic()
     signature = synth.signature()
     rows = []
+    kind = "synthetic fan-out" if fanout else "synthetic"
     for size in sizes:
-        blocks = max(1, size // NODES_PER_BLOCK)
+        blocks = max(1, size // (FANOUT_NODES_PER_READER if fanout else NODES_PER_BLOCK))
         et_pass, et_stock, xfl = Sample(), Sample(), XferlintTimes()
         nodes_before = nodes_after = 0
         for run in range(repeat):
-            log(f"synthetic {size:,}: run {run + 1}/{repeat} (building {blocks:,} blocks, not timed)")
-            gm = synth.build(blocks)
+            log(f"{kind} {size:,}: run {run + 1}/{repeat} (building {blocks:,} blocks, not timed)")
+            gm = synth.build(blocks, fanout)
             nodes_before = len(gm.graph.nodes)
             post = timed(et_pass, lambda: propagate_device(gm, elide=False))
             nodes_after = len(post.graph.nodes)
             run_xferlint(xfl, lambda: view_of(read_method("forward", post, signature)), rules)
             del gm, post
             gc.collect()
-            stock_input = synth.build(blocks)
+            stock_input = synth.build(blocks, fanout)
             timed(et_stock, lambda: propagate_device(stock_input, elide=True))
             del stock_input
         counts = None
         if calls:
-            log(f"synthetic {size:,}: counting Python calls (not timed)")
-            gm = synth.build(blocks)
+            log(f"{kind} {size:,}: counting Python calls (not timed)")
+            gm = synth.build(blocks, fanout)
             post, pass_calls = count_calls(lambda: propagate_device(gm, elide=False))
             _, xfl_calls = count_calls(lambda: xferlint_once(lambda: view_of(read_method("forward", post, signature)), rules))
             counts = (pass_calls, xfl_calls)
             del gm, post
-        delegates = blocks * 4
-        rows.append(Row(f"synthetic {nodes_after:,}", nodes_before, nodes_after, delegates, et_pass, et_stock, xfl,
+        delegates = blocks + 1 if fanout else blocks * 4
+        rows.append(Row(f"{kind} {nodes_after:,}", nodes_before, nodes_after, delegates, et_pass, et_stock, xfl,
                         calls=counts))
     return rows
 
@@ -571,6 +582,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--repeat", type=int, help="runs per measurement (default 3, --quick 1)")
     parser.add_argument("--sizes", help="synthetic sizes in FX nodes, comma separated "
                         "(default 10000,30000,100000,200000; --quick 10000,100000)")
+    parser.add_argument("--fanout", help="fan-out graph sizes in FX nodes, comma separated "
+                        "(default 10000,40000; --quick 5000,20000; 0 to skip)")
     parser.add_argument("--blocks", type=int, help="blocks of the real ladder model (default 100, --quick 70)")
     parser.add_argument("--gc", choices=("on", "off"), default="on",
                         help="cyclic garbage collector during timed stages, both tools (default on, as in real runs)")
@@ -584,6 +597,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     repeat = args.repeat or (1 if args.quick else 3)
     sizes = [int(s) for s in (args.sizes or ("10000,100000" if args.quick else "10000,30000,100000,200000")).split(",")]
     blocks = args.blocks or (70 if args.quick else 100)
+    fanout_spec = args.fanout or ("5000,20000" if args.quick else "10000,40000")
+    fanout = [int(s) for s in fanout_spec.split(",") if int(s) > 0]
 
     global GC_DURING_TIMING
     GC_DURING_TIMING = args.gc == "on"
@@ -602,6 +617,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     if not args.skip_real:
         rows += bench_real(blocks, repeat, rules)
     rows += bench_synthetic(sizes, repeat, rules, calls=not args.no_calls)
+    if fanout:
+        rows += bench_synthetic(fanout, repeat, rules, calls=not args.no_calls, fanout=True)
 
     header = (
         f"xferlint analysis benchmark — {info['date']}\n"
