@@ -11,7 +11,8 @@ Two kinds of program:
   LoweredBackendModules referenced by thousands of `executorch_call_delegate` call sites,
   getitems, host ops, TensorSpecs as SpecPropPass would set them), at several sizes, to
   show how time grows with program size; plus a fan-out graph (one device value read by
-  thousands of same-device delegates) that catches per-copy scans of a value's readers.
+  thousands of delegates on both devices and host ops, one host value copied thousands of
+  times) that catches per-copy scans of a value's readers.
 
 For each program, on the same graph:
 
@@ -394,7 +395,7 @@ def _source_line(text: str) -> int:
 
 
 NODES_PER_BLOCK = 22  # after the pass, elision off: 4 get_attr, 4 delegates, 4 getitem, 1 cos, 5 H2D, 4 D2H
-FANOUT_NODES_PER_READER = 5  # get_attr, delegate, getitem, H2D, D2H
+FANOUT_NODES_PER_READER = 4.6  # per 5 readers: 3 × 5 (get_attr, delegate, getitem, H2D, D2H) + 6 + 2
 
 
 class Synthetic:
@@ -480,10 +481,26 @@ class Synthetic:
         x = tensor(graph.placeholder("x"))
         cos = exir_ops.edge.aten.cos.default
         if fanout:
-            # One device value read by `blocks` delegates on its own device: after the
-            # pass (elision off), one D2H read by `blocks` round-trip H2Ds.
+            # One device value `a` (cuda:0) read by `blocks` consumers, in turn: a sin on
+            # cuda:0 (a round trip through a's one D2H, XF001), a sin on cuda:1 (XF002), a
+            # host cos feeding a sin on cuda:0 (XF005), an add on cuda:0 with a host value
+            # (XF001, and one more copy of that host value: XF004), a host cos. After the
+            # pass a's D2H has thousands of readers, the host value thousands of copies.
             a = delegate("add_cuda0", (x, w), traces[0])
-            results = [delegate("sin_cuda0", (a,), traces[1]) for _ in range(blocks)]
+            h = tensor(graph.call_function(cos, (x,)), traces[3])
+            results = []
+            for i in range(blocks):
+                turn = i % 5
+                if turn == 0:
+                    results.append(delegate("sin_cuda0", (a,), traces[1]))
+                elif turn == 1:
+                    results.append(delegate("sin_cuda1", (a,), traces[2]))
+                elif turn == 2:
+                    results.append(delegate("sin_cuda0", (tensor(graph.call_function(cos, (a,)), traces[3]),), traces[4]))
+                elif turn == 3:
+                    results.append(delegate("add_cuda0", (a, h), traces[0]))
+                else:
+                    results.append(tensor(graph.call_function(cos, (a,)), traces[3]))
             out = graph.output(tuple(results))
             out.meta["spec"] = tuple(r.meta["spec"] for r in results)
             return torch.fx.GraphModule(root, graph)
@@ -507,13 +524,14 @@ def bench_synthetic(sizes: list[int], repeat: int, rules: list, calls: bool = Tr
     rows = []
     kind = "synthetic fan-out" if fanout else "synthetic"
     for size in sizes:
-        blocks = max(1, size // (FANOUT_NODES_PER_READER if fanout else NODES_PER_BLOCK))
+        blocks = max(1, int(size / (FANOUT_NODES_PER_READER if fanout else NODES_PER_BLOCK)))
         et_pass, et_stock, xfl = Sample(), Sample(), XferlintTimes()
-        nodes_before = nodes_after = 0
+        nodes_before = nodes_after = delegates = 0
         for run in range(repeat):
             log(f"{kind} {size:,}: run {run + 1}/{repeat} (building {blocks:,} blocks, not timed)")
             gm = synth.build(blocks, fanout)
             nodes_before = len(gm.graph.nodes)
+            delegates = sum(1 for n in gm.graph.nodes if n.op == "get_attr")  # one per delegate call
             post = timed(et_pass, lambda: propagate_device(gm, elide=False))
             nodes_after = len(post.graph.nodes)
             run_xferlint(xfl, lambda: view_of(read_method("forward", post, signature)), rules)
@@ -530,7 +548,6 @@ def bench_synthetic(sizes: list[int], repeat: int, rules: list, calls: bool = Tr
             _, xfl_calls = count_calls(lambda: xferlint_once(lambda: view_of(read_method("forward", post, signature)), rules))
             counts = (pass_calls, xfl_calls)
             del gm, post
-        delegates = blocks + 1 if fanout else blocks * 4
         rows.append(Row(f"{kind} {nodes_after:,}", nodes_before, nodes_after, delegates, et_pass, et_stock, xfl,
                         calls=counts))
     return rows
