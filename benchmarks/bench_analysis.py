@@ -27,11 +27,13 @@ For each program, on the same graph:
   the real program, on the final `to_executorch` program too); `report` (sort +
   JSON) is shown apart.
 
-Every figure is the median of N runs (3; min in the JSON); both wall-clock and process CPU
-time are recorded, and the ratio uses CPU time, which other processes on a shared machine
-disturb less. Per-node figures divide by the FX node count of the graph after the pass.
+Every figure is the median of N runs (3; min in the JSON). Wall-clock and process CPU
+time are both recorded; the ratio uses CPU time, which other processes on a shared
+machine disturb less. Garbage is collected before each tool runs; the cyclic collector
+stays on while it runs, as in a real check (`--gc off`: off, for both). Per-node figures
+divide by the FX node count of the graph after the pass.
 
-    .venv/bin/python benchmarks/bench_analysis.py            # full (several minutes)
+    .venv/bin/python benchmarks/bench_analysis.py            # full (about 20 minutes)
     .venv/bin/python benchmarks/bench_analysis.py --quick    # smaller, one run each
 """
 
@@ -86,11 +88,13 @@ class Sample:
 GC_DURING_TIMING = True  # --gc off turns the cyclic collector off while a stage runs
 
 
-def timed(sample: Sample, fn: Callable[[], Any]) -> Any:
-    """Run fn once and add its wall and CPU time to `sample`. Garbage left over from the
-    previous stage is collected first so it is not billed to this one; the collector
-    stays on while fn runs (as it does in a real `xferlint check`) unless `--gc off`."""
-    gc.collect()
+def timed(sample: Sample, fn: Callable[[], Any], collect: bool = True) -> Any:
+    """Run fn once and add its wall and CPU time to `sample`. With `collect`, garbage
+    left over from earlier work is collected first so it is not billed to fn (done before
+    each tool runs, not between xferlint's stages, which share one collector's pressure
+    as in a real `xferlint check`); the collector stays on while fn runs unless `--gc off`."""
+    if collect:
+        gc.collect()
     if not GC_DURING_TIMING:
         gc.disable()
     try:
@@ -154,10 +158,10 @@ def run_xferlint(times: XferlintTimes, read: Callable[[], Any], rules: list) -> 
         for method in view.methods:
             contexts.append(RuleContext(program=view, method=method, facts=DeviceFacts.compute(method)))
 
-    timed(times.analysis, analysis)
+    timed(times.analysis, analysis, collect=False)
     transfers: list = []
-    findings = timed(times.rules, lambda: check_rules(contexts, rules, transfers))
-    timed(times.report, lambda: emit(build_report(findings, [], 1, 1, transfers=transfers), None))
+    findings = timed(times.rules, lambda: check_rules(contexts, rules, transfers), collect=False)
+    timed(times.report, lambda: emit(build_report(findings, [], 1, 1, transfers=transfers), None), collect=False)
     n = len(times.rules.cpu) - 1
     times.total.add(
         times.frontend.wall[n] + times.analysis.wall[n] + times.rules.wall[n],
