@@ -364,7 +364,7 @@ def bench_real(blocks: int, repeat: int, rules: list) -> list[Row]:
         run_xferlint(on_graph, lambda: view_of(read_method("forward", post, signature)), rules)
         run_xferlint(on_program, lambda: load_graph_program(program, "bench", "bench", None).view, rules)
         nodes_program = len(program.exported_program().graph_module.graph.nodes)
-        del gm, stock_input, post
+        gm = stock_input = post = None  # free before the next run
     name = f"real ladder ×{blocks}"
     rows = [
         Row(f"{name}: edge graph after the pass", nodes_before, nodes_after, delegates, et_pass, et_stock,
@@ -539,11 +539,11 @@ def bench_synthetic(sizes: list[int], repeat: int, rules: list, calls: bool = Tr
             post = timed(et_pass, lambda: propagate_device(gm, elide=False))
             nodes_after = len(post.graph.nodes)
             run_xferlint(xfl, lambda: view_of(read_method("forward", post, signature)), rules)
-            del gm, post
+            gm = post = None  # free before building the next graph
             gc.collect()
             stock_input = synth.build(blocks, fanout)
             timed(et_stock, lambda: propagate_device(stock_input, elide=True))
-            del stock_input
+            stock_input = None
         counts = None
         if calls:
             log(f"{kind} {size:,}: counting Python calls (not timed)")
@@ -551,7 +551,7 @@ def bench_synthetic(sizes: list[int], repeat: int, rules: list, calls: bool = Tr
             post, pass_calls = count_calls(lambda: propagate_device(gm, elide=False))
             _, xfl_calls = count_calls(lambda: xferlint_once(lambda: view_of(read_method("forward", post, signature)), rules))
             counts = (pass_calls, xfl_calls)
-            del gm, post
+            gm = post = None
         rows.append(Row(f"{kind} {nodes_after:,}", nodes_before, nodes_after, delegates, et_pass, et_stock, xfl,
                         calls=counts))
     return rows
@@ -561,7 +561,6 @@ def bench_synthetic(sizes: list[int], repeat: int, rules: list, calls: bool = Tr
 
 
 def machine() -> dict[str, Any]:
-    import executorch  # noqa: F401
     import torch
 
     try:
