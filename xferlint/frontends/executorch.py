@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import operator
+from functools import lru_cache
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional
 
@@ -107,6 +108,12 @@ def _dtype_name(dtype: Any) -> Optional[str]:
     return str(dtype).replace("torch.", "") if dtype is not None else None
 
 
+@lru_cache(maxsize=None)
+def _itemsize(dtype: Any) -> int:
+    """Bytes per element of a dtype (cached: one probe tensor per dtype, not per value)."""
+    return torch.empty((), dtype=dtype).element_size()
+
+
 def _tensor_meta(spec: Any, val: Any) -> Optional[TensorMeta]:
     """Shape, dtype and bytes of one tensor from its TensorSpec or FakeTensor."""
     shape_src = getattr(val, "shape", None) if isinstance(val, torch.Tensor) else None
@@ -124,7 +131,7 @@ def _tensor_meta(spec: Any, val: Any) -> Optional[TensorMeta]:
         for d in shape:
             numel *= d
         try:
-            nbytes = numel * torch.empty((), dtype=dtype).element_size()
+            nbytes = numel * _itemsize(dtype)
         except Exception:  # noqa: BLE001 - exotic dtypes: bytes unknown, not an error
             nbytes = None
     return TensorMeta(shape=shape, dtype=_dtype_name(dtype), nbytes=nbytes)
