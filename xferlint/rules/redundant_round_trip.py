@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from functools import partial
-from typing import Optional
 
 from xferlint.analyzer.view import OpKind
 from xferlint.findings import Applicability
@@ -17,24 +16,45 @@ def _build(devices, **kwargs):
     return lowered("AddSin", devices, **kwargs)
 
 
-def _savings(facts, trip, kept: Optional[dict] = None) -> dict:
+_UNSET = object()
+
+
+def _host_reader(facts, trip, cache: dict):
+    """The first reader of the trip's D2H that is not itself a same-device round trip
+    (which the fix also removes), or None. Cached per D2H: a D2H read by k round trips
+    would otherwise be scanned k times."""
+    found = cache.get(trip.d2h.output, _UNSET)
+    if found is _UNSET:
+        found = next((r for r in facts.readers(trip.d2h.output)
+                      if not (r.kind == OpKind.H2D and (t := round_trip_at(facts, r)) is not None and t.same_device)),
+                     None)
+        cache[trip.d2h.output] = found
+    return found
+
+
+def _d2h_stays(facts, trip, cache: dict) -> bool:
+    return facts.is_output(trip.d2h.output) or _host_reader(facts, trip, cache) is not None
+
+
+def _savings(facts, trip, cache: dict) -> dict:
     """What the fix stops moving: the H2D, and the D2H once every reader of it is a
-    same-device round trip that the fix also removes (and it is no output). `kept`
-    caches that per D2H: a D2H read by k round trips would otherwise be scanned k times."""
+    same-device round trip that the fix also removes (and it is no output)."""
     removes = [trip.h2d.name]
     nbytes = facts.nbytes(trip.h2d.output) if facts.nbytes(trip.h2d.output) is not None else facts.nbytes(trip.value)
-    kept = {} if kept is None else kept
-    if trip.d2h.output not in kept:
-        kept[trip.d2h.output] = facts.is_output(trip.d2h.output) or any(
-            not (r.kind == OpKind.H2D and (t := round_trip_at(facts, r)) is not None and t.same_device)
-            for r in facts.readers(trip.d2h.output)
-        )
-    keeps = kept[trip.d2h.output]
-    if not keeps:
+    if not _d2h_stays(facts, trip, cache):
         removes.append(trip.d2h.name)
         d2h_bytes = facts.nbytes(trip.d2h.output)
         nbytes = None if nbytes is None or d2h_bytes is None else nbytes + d2h_bytes
     return {"saves_bytes": nbytes, "removes": removes}
+
+
+def _d2h_fate(facts, trip, cache: dict) -> str:
+    host = _host_reader(facts, trip, cache)
+    if host is not None:
+        return f"{tick(trip.d2h.name)} stays: it also feeds host code ({tick(host.name)})"
+    if facts.is_output(trip.d2h.output):
+        return f"{tick(trip.d2h.name)} stays: it is also a method output"
+    return f"{tick(trip.d2h.name)} is then dead too"
 
 
 class RedundantRoundTrip(Rule):
@@ -86,19 +106,12 @@ class RedundantRoundTrip(Rule):
     )
 
     def check(self, ctx):
-        kept: dict = {}  # per D2H, for _savings
+        cache: dict = {}  # per D2H: its first reader that is not a same-device round trip
         for trip in round_trips(ctx.facts):
             if not trip.same_device:
                 continue
             consumer = trip.consumers[0] if trip.consumers else None
-            other_reader = next((r for r in ctx.facts.readers(trip.d2h.output) if r is not trip.h2d), None)
-            if other_reader is not None:
-                d2h_fate = f"{tick(trip.d2h.name)} stays: it also feeds host code ({tick(other_reader.name)})"
-            elif ctx.facts.is_output(trip.d2h.output):
-                # Read by nothing else, but returned by the method: it must stay.
-                d2h_fate = f"{tick(trip.d2h.name)} stays: it is also a method output"
-            else:
-                d2h_fate = f"{tick(trip.d2h.name)} is then dead too"
+            d2h_fate = _d2h_fate(ctx.facts, trip, cache)
             target = f" for {ctx.describe(consumer)}" if consumer else ""
             message = (
                 f"{tick(trip.value)} already lives on {trip.source}, but {tick(trip.d2h.name)} copies it "
@@ -107,4 +120,4 @@ class RedundantRoundTrip(Rule):
                 f"Feed {tick(trip.value)} to the consumer directly (`xferlint fix` does; {d2h_fate})."
             )
             finding = ctx.finding(self, message, trip.path(), ctx.facts.nbytes(trip.value), anchor=trip.producer or trip.h2d)
-            yield finding.model_copy(update=_savings(ctx.facts, trip, kept))
+            yield finding.model_copy(update=_savings(ctx.facts, trip, cache))
