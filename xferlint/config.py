@@ -15,6 +15,7 @@ from typing import Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from xferlint.errors import ConfigError
+from xferlint.fsutil import find_upward
 
 
 def _kebab(name: str) -> str:
@@ -41,15 +42,12 @@ class Settings(BaseModel):
 
 def find_pyproject(start: Optional[str] = None) -> Optional[str]:
     """The nearest pyproject.toml with a [tool.xferlint] table, from `start` upward."""
-    directory = os.path.abspath(start or os.getcwd())
-    while True:
+    def has_table(directory: str) -> bool:
         candidate = os.path.join(directory, "pyproject.toml")
-        if os.path.isfile(candidate) and _has_table(candidate):
-            return candidate
-        parent = os.path.dirname(directory)
-        if parent == directory:
-            return None
-        directory = parent
+        return os.path.isfile(candidate) and _has_table(candidate)
+
+    directory = find_upward(start or os.getcwd(), has_table)
+    return os.path.join(directory, "pyproject.toml") if directory is not None else None
 
 
 def _has_table(path: str) -> bool:

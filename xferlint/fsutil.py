@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
+from typing import Callable, Optional
 
 
 def write_atomic(path: str, data: bytes) -> None:
@@ -34,3 +35,14 @@ def write_atomic(path: str, data: bytes) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def find_upward(start: str, found: Callable[[str], bool]) -> Optional[str]:
+    """The first directory from `start` up to the filesystem root for which `found` holds."""
+    directory = os.path.abspath(start)
+    while not found(directory):
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return None
+        directory = parent
+    return directory

@@ -689,17 +689,11 @@ def _validate_plan(plan: Plan) -> None:
         n = len(chain.instructions)
         for k, ins in enumerate(chain.instructions):
             label = f"instruction {k}" if len(plan.chains) == 1 else f"chain {c} instruction {k}"
-            if ins.kind == KERNEL:
-                if not 0 <= ins.index < len(plan.operators):
+            if ins.kind in (KERNEL, DELEGATE):
+                table, what = (plan.operators, "operator") if ins.kind == KERNEL else (plan.delegates, "delegate")
+                if not 0 <= ins.index < len(table):
                     raise PteFormatError(
-                        f"corrupt: {where}: {label} calls operator {ins.index}, but there are {len(plan.operators)}"
-                    )
-                for a in ins.args:
-                    value(a, label)
-            elif ins.kind == DELEGATE:
-                if not 0 <= ins.index < len(plan.delegates):
-                    raise PteFormatError(
-                        f"corrupt: {where}: {label} calls delegate {ins.index}, but there are {len(plan.delegates)}"
+                        f"corrupt: {where}: {label} calls {what} {ins.index}, but there are {len(table)}"
                     )
                 for a in ins.args:
                     value(a, label)

@@ -58,6 +58,7 @@ from xferlint import __version__
 from xferlint.findings import Finding, Severity, Step
 from xferlint.findings import Location as SourceLine
 from xferlint.fingerprint import SCHEME, finding_key, fingerprints
+from xferlint.fsutil import find_upward
 from xferlint.reporters.sarif_serialize import dumps, new
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -80,14 +81,7 @@ def project_root(explicit: Optional[str]) -> str:
     if explicit:
         return os.path.abspath(explicit)
     here = os.getcwd()
-    probe = here
-    while True:
-        if os.path.exists(os.path.join(probe, ".git")):
-            return probe
-        parent = os.path.dirname(probe)
-        if parent == probe:
-            return here
-        probe = parent
+    return find_upward(here, lambda d: os.path.exists(os.path.join(d, ".git"))) or here
 
 
 def _root_uri(root: str) -> str:
