@@ -125,7 +125,7 @@ def build_dir(path: Path, count: int) -> None:
 
 
 def stats_of(path: Path) -> dict:
-    from xferlint.pte.program import read_program
+    from xferlint.frontends.pte.program import read_program
 
     program = read_program(path.read_bytes())
     plan = program.plans[0]
@@ -190,9 +190,9 @@ def side_by_side(label: str, xf: list[str], et: list[str], runs: int) -> dict:
 def in_process(path: Path, runs: int) -> dict:
     """Where xferlint's time goes on one file, in this process (imports excluded)."""
     from xferlint.analyzer.facts import DeviceFacts
-    from xferlint.api import analyze
-    from xferlint.frontends.pte import view_of
-    from xferlint.pte.program import read_program
+    from xferlint.pipeline import analyze
+    from xferlint.frontends.pte.view import view_of
+    from xferlint.frontends.pte.program import read_program
     from xferlint.selection import select_rules
 
     data = path.read_bytes()

@@ -159,7 +159,7 @@ def _is_program_input(path: str) -> bool:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from xferlint.api import check_paths, configure
+    from xferlint.pipeline import check_paths, configure
     from xferlint.reporters import ReportOptions, emit
     from xferlint.selection import select_rules
 
@@ -169,7 +169,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     paths = [p for p in args.paths if _is_program_input(p)] if args.only_programs else args.paths
     source_map = None
     if getattr(args, "etrecord", None):
-        from xferlint.pte.debug import read_etrecord  # torch-free
+        from xferlint.frontends.pte.debug import read_etrecord  # torch-free
 
         source_map = read_etrecord(args.etrecord)
     run = check_paths(paths, rules, strict=settings.strict, source_map=source_map)
@@ -192,7 +192,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def _check_diff(run, rules, settings) -> int:
     """`check --diff`: the fixes as diffs on stdout, nothing written; 1 if any."""
-    from xferlint.api import fix_run
+    from xferlint.fixes.driver import fix_run
 
     results, notes = fix_run(run, rules, unsafe_fixes=settings.unsafe_fixes, strict=settings.strict)
     for error in run.errors:
@@ -211,7 +211,7 @@ def _check_diff(run, rules, settings) -> int:
 
 def _check_fix(run, rules, settings) -> None:
     """`check --fix`: fix in place what can be written back, in memory otherwise."""
-    from xferlint.api import fix_run
+    from xferlint.fixes.driver import fix_run
     from xferlint.fsutil import write_atomic
 
     results, notes = fix_run(run, rules, unsafe_fixes=settings.unsafe_fixes, strict=settings.strict)
@@ -232,7 +232,7 @@ def _check_fix(run, rules, settings) -> None:
 
 
 def cmd_fix(args: argparse.Namespace) -> int:
-    from xferlint.api import fix_input
+    from xferlint.fixes.driver import fix_input
     from xferlint.fsutil import write_atomic
     from xferlint.selection import select_rules
 

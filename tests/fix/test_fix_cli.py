@@ -27,7 +27,7 @@ def run(capsys, *argv):
 
 
 def _h2d_count_in_pte(path):
-    from xferlint.frontends.pte import load_pte_file
+    from xferlint.frontends.pte.view import load_pte_file
 
     view = load_pte_file(str(path), label=str(path)).view
     return sum(1 for m in view.methods for n in m.nodes if n.kind.value == "h2d")

@@ -15,9 +15,9 @@ import random
 import struct
 from typing import Optional
 
-from xferlint.api import analyze
+from xferlint.pipeline import analyze
 from xferlint.errors import XferlintError
-from xferlint.frontends.pte import load_pte_bytes
+from xferlint.frontends.pte.view import load_pte_bytes
 from xferlint.selection import select_rules
 
 INTERESTING = (0, 1, 2, 3, 4, 7, 8, 0x7F, 0x80, 0xFF, 0x100, 0xFFFF, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF,

@@ -20,8 +20,8 @@ from xferlint.analyzer.cfg import ENTRY, ControlFlowGraph
 from xferlint.analyzer.facts import DeviceFacts
 from xferlint.analyzer.lattice import CPU, Device
 from xferlint.analyzer.view import MethodView, Node, OpKind, ProgramView, TensorMeta, Value
-from xferlint.api import analyze
-from xferlint.frontends.pte import load_pte_bytes
+from xferlint.pipeline import analyze
+from xferlint.frontends.pte.view import load_pte_bytes
 from xferlint.selection import select_rules
 
 CUDA0 = Device("cuda", 0)

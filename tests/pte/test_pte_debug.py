@@ -16,7 +16,7 @@ import zipfile
 
 import pytest
 
-from xferlint.api import analyze
+from xferlint.pipeline import analyze
 from xferlint.selection import select_rules
 
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pte_source_model.py")
@@ -58,8 +58,8 @@ def _located(findings):
 
 def test_etrecord_locates_pte_findings_like_the_graph(chain_with_etrecord):
     import xferlint
-    from xferlint.frontends.pte import load_pte_file
-    from xferlint.pte.debug import read_etrecord
+    from xferlint.frontends.pte.view import load_pte_file
+    from xferlint.frontends.pte.debug import read_etrecord
 
     program, pte, record = chain_with_etrecord
     graph = xferlint.lint(program)
@@ -73,7 +73,7 @@ def test_etrecord_locates_pte_findings_like_the_graph(chain_with_etrecord):
 
 def test_program_debug_handle_map_locates_pte_findings(chain_with_etrecord):
     import xferlint
-    from xferlint.frontends.pte import load_pte_program
+    from xferlint.frontends.pte.view import load_pte_program
 
     program, _, _ = chain_with_etrecord
     view = load_pte_program(program, label="chain.pte").view

@@ -16,8 +16,8 @@ import sys
 
 import pytest
 
-from xferlint.pte import program as pp
-from xferlint.pte.fix import fix_pte_bytes
+from xferlint.frontends.pte import program as pp
+from xferlint.fixes.pte.fix import fix_pte_bytes
 from xferlint.selection import select_rules
 
 FIXED_CODES = ("XF001", "XF003", "XF004")

@@ -14,9 +14,9 @@ from collections import Counter
 
 import pytest
 
-from xferlint.api import analyze, load_program
+from xferlint.pipeline import analyze, load_program
 from xferlint.frontends.entrypoints import ProgramObject
-from xferlint.frontends.pte import load_pte_bytes
+from xferlint.frontends.pte.view import load_pte_bytes
 from xferlint.selection import select_rules
 
 PARITY_CODES = ("XF001", "XF002", "XF003", "XF004")

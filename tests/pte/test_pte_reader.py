@@ -18,8 +18,8 @@ import pytest
 
 from xferlint.analyzer.lattice import Device
 from xferlint.analyzer.view import OpKind
-from xferlint.frontends.pte import load_pte_bytes, load_pte_file
-from xferlint.pte import program as pp
+from xferlint.frontends.pte.view import load_pte_bytes, load_pte_file
+from xferlint.frontends.pte import program as pp
 
 READER_PROGRAMS = ["addsin-noelide", "mixed-two-devices", "multi-output", "linear-stack", "cond-nested",
                    "map-nested", "two-methods", "skip-io-planned"]
@@ -143,7 +143,7 @@ def test_instructions_become_nodes_with_operands_and_results(pte_bytes):
 
 
 def test_multi_output_delegates_split_inputs_from_outputs(pte_program, pte_bytes):
-    from xferlint.api import load_program
+    from xferlint.pipeline import load_program
     from xferlint.frontends.entrypoints import ProgramObject
 
     graph = load_program(ProgramObject("g", "g", pte_program("multi-output"), None)).view.methods[0]
@@ -170,7 +170,7 @@ def test_control_flow_instructions_are_read(pte_bytes):
 
 
 def test_every_method_is_read_and_linted(pte_file, pte_program):
-    from xferlint.api import analyze, check_paths, load_program
+    from xferlint.pipeline import analyze, check_paths, load_program
     from xferlint.frontends.entrypoints import ProgramObject
     from xferlint.selection import select_rules
 
@@ -215,7 +215,7 @@ def test_cli_lint_of_a_pte_imports_no_torch(pte_file):
 
 _THEN_EXECUTORCH = r"""
 import sys
-from xferlint.frontends.pte import load_pte_file
+from xferlint.frontends.pte.view import load_pte_file
 data = open(sys.argv[1], "rb").read()
 load_pte_file(sys.argv[1])
 assert "torch" not in sys.modules
@@ -236,7 +236,7 @@ def test_executorch_still_imports_after_the_torch_free_read(pte_file):
 
 
 def test_directory_of_pte_files_is_linted(pte_file, pte_dir):
-    from xferlint.api import check_paths
+    from xferlint.pipeline import check_paths
     from xferlint.selection import select_rules
 
     for name in ("addsin-noelide", "addsin-cross", "addsin-elided"):

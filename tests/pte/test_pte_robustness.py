@@ -19,7 +19,7 @@ import time
 import pytest
 
 from pte_fuzz import lint_bytes, mutate
-from xferlint.pte.schema import generated
+from xferlint.frontends.pte.schema import generated
 
 FUZZ_CASES = 2500
 FUZZ_SOURCES = ["addsin-noelide", "cond-nested", "map-nested", "multi-output", "two-methods"]
@@ -125,7 +125,7 @@ def test_cli_reports_bad_inputs_and_lints_the_rest(pte_bytes, pte_file, tmp_path
 
 
 def test_unreadable_paths(tmp_path):
-    from xferlint.api import check_paths
+    from xferlint.pipeline import check_paths
     from xferlint.selection import select_rules
 
     directory = tmp_path / "dir.pte"
@@ -173,8 +173,8 @@ def test_fuzzed_real_programs_never_crash(pte_bytes):
 def test_fixing_fuzzed_programs_never_crashes(pte_bytes):
     """`xferlint fix` on mutated fixable programs: a fixed file that reads back, or one line."""
     from xferlint.errors import XferlintError
-    from xferlint.pte.fix import fix_pte_bytes
-    from xferlint.pte.program import read_program
+    from xferlint.fixes.pte.fix import fix_pte_bytes
+    from xferlint.frontends.pte.program import read_program
     from xferlint.selection import select_rules
 
     rules = select_rules()

@@ -15,9 +15,9 @@ from collections import Counter
 
 import pytest
 
-from xferlint.api import analyze, load_program
+from xferlint.pipeline import analyze, load_program
 from xferlint.frontends.entrypoints import ProgramObject
-from xferlint.frontends.pte import load_pte_bytes
+from xferlint.frontends.pte.view import load_pte_bytes
 from xferlint.selection import select_rules
 
 

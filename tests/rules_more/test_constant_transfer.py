@@ -7,7 +7,8 @@ import pytest
 
 import textwrap
 
-from xferlint.api import check_paths, lint
+from xferlint.api import lint
+from xferlint.pipeline import check_paths
 from xferlint.selection import select_rules
 
 # ExecuTorch warns about every program with a mutated buffer (mutable-buffer); not ours.

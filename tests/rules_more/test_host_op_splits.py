@@ -36,7 +36,7 @@ def test_the_finding_points_at_the_host_op_line(repo_root):
     the message quotes the lines of the host op and of the delegates on either side."""
     import os
 
-    from xferlint.api import check_paths
+    from xferlint.pipeline import check_paths
     from xferlint.selection import select_rules
 
     sample = os.path.join(repo_root, "sample_models", "host_op_splits_partition.py")

@@ -253,7 +253,7 @@ def test_the_rules_page_documents_every_rule(repo_root):
 def test_the_pte_file_gives_the_same_findings_and_traffic(program, key):
     """The emitted .pte (read torch-free, over its instruction CFG) and the graph it came
     from agree on XF005-XF007 and on the transfer summary."""
-    from xferlint.frontends.pte import load_pte_bytes
+    from xferlint.frontends.pte.view import load_pte_bytes
 
     built = program(key)
     mine = ["XF005", "XF006", "XF007"]

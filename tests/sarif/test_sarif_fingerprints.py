@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from xferlint.api import check_paths
+from xferlint.pipeline import check_paths
 from xferlint.fingerprint import digest, finding_key, fingerprints
 from xferlint.selection import select_rules
 

@@ -368,7 +368,7 @@ def _result(program: Any, methods: list[MethodOutcome], origin: ProgramView, fin
 def _unfixed(program: Any, outcomes: list[MethodOutcome], reason: str, origin: ProgramView, rules: Sequence[Rule],
              strict: bool) -> FixResult:
     """The unfixed `program`, every planned fix reported as not applied because of `reason`."""
-    from xferlint.api import analyze
+    from xferlint.pipeline import analyze
 
     findings = analyze(_read(program, origin, strict), rules)
     return _result(program, _unapplied(outcomes, reason) if reason else outcomes, origin, findings)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Optional
 
 from xferlint.errors import InputError
+from xferlint.frontends import is_program_object
 from xferlint.frontends.known_failures import explain as _known_failure
 
 PROGRAM_ATTR = "program"
@@ -234,8 +235,6 @@ def load_entry_point(entry: EntryPoint) -> list[ProgramObject]:
 
 def resolve(obj: Any, entry: EntryPoint, name: str, depth: int = 0) -> list[ProgramObject]:
     """Unwrap callables and dicts into program objects."""
-    from xferlint.api import is_program_object
-
     if is_program_object(obj):
         label = entry.label if depth == 0 else f"{entry.label}[{name}]"
         return [ProgramObject(label=label, name=name, obj=obj, file=entry.file)]

@@ -15,7 +15,7 @@ def _build(alloc: bool):
     from executorch.exir.passes import MemoryPlanningPass
     from executorch.exir.passes.propagate_device_config import PropagateDeviceConfig
 
-    from xferlint.frontends.pte import load_pte_bytes
+    from xferlint.frontends.pte.view import load_pte_bytes
     from xferlint.testing import lower
     from xferlint.testing.models import AddSin, example_inputs
 

@@ -14,7 +14,7 @@ from xferlint.rules.base import Example, Rule, format_bytes
 def _build(legacy: bool):
     from executorch.exir import ExecutorchBackendConfig
 
-    from xferlint.frontends.pte import load_pte_bytes
+    from xferlint.frontends.pte.view import load_pte_bytes
     from xferlint.testing import lower
     from xferlint.testing.models import AddSin, example_inputs
 

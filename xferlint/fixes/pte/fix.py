@@ -3,10 +3,10 @@
 The plans are the frontend-neutral ones (`xferlint.fixes.engine.plan_method`: rewire these
 readers, remove these copies). A `.pte` is already memory planned, and removing a copy
 makes its readers read the tensor it copied from, which then has to live longer; each plan
-is kept only if the memory plan stays valid (`xferlint.pte.memory`: nothing planned into
+is kept only if the memory plan stays valid (`xferlint.fixes.pte.memory`: nothing planned into
 the same bytes is written while that tensor is still to be read), else it is refused with
 the reason and the way out (fix the program before it is memory planned: the entry point).
-Accepted plans are patched into the file's bytes in place (`xferlint.pte.patch`), the
+Accepted plans are patched into the file's bytes in place (`xferlint.fixes.pte.patch`), the
 result is read back, linted, and must have lost exactly the fixed findings and gained no
 new ones; otherwise that method keeps its old instructions. Rounds repeat until nothing is
 left to fix.
@@ -25,10 +25,10 @@ from xferlint.fixes.engine import MAX_ROUNDS, plan_method
 from xferlint.fixes.outcome import MethodOutcome, Skipped
 from xferlint.fixes.plan import OUTPUT, FixPlan, finding_key
 from xferlint.fixes.result import FixResult
-from xferlint.frontends.pte import PteNative, kernel_io, load_pte_bytes
-from xferlint.pte import program as pp
-from xferlint.pte.memory import Edits, describe, new_conflicts
-from xferlint.pte.patch import Patcher
+from xferlint.frontends.pte.view import PteNative, kernel_io, load_pte_bytes
+from xferlint.frontends.pte import program as pp
+from xferlint.fixes.pte.memory import Edits, describe, new_conflicts
+from xferlint.fixes.pte.patch import Patcher
 from xferlint.rules.base import Rule, RuleContext
 
 ENTRY_POINT_ROUTE = (

@@ -1,6 +1,6 @@
-"""`.pte` fixes, the hook `xferlint.api.fix_loaded` calls for `.pte` inputs.
+"""`.pte` fixes, the hook `xferlint.fixes.driver.fix_loaded` calls for `.pte` inputs.
 
-The work is done torch-free in `xferlint.pte.fix`: plans from `xferlint.fixes.engine`,
+The work is done torch-free in `xferlint.fixes.pte.fix`: plans from `xferlint.fixes.engine`,
 a memory-plan check for each, in-place instruction edits, read back and verified.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from xferlint.fixes.result import FixResult
-from xferlint.pte.fix import fix_pte_loaded
+from xferlint.fixes.pte.fix import fix_pte_loaded
 from xferlint.rules.base import Rule
 
 __all__ = ["fix_pte"]

@@ -16,8 +16,8 @@ not overlap vectors), and anything the generated accessors raise on garbage beco
 import struct
 from typing import Any, NamedTuple, Optional
 
-from xferlint.pte.container import Container, PteFormatError, parse_container
-from xferlint.pte.schema import generated
+from xferlint.frontends.pte.container import Container, PteFormatError, parse_container
+from xferlint.frontends.pte.schema import generated
 
 MAX_RANK = 64  # ExecuTorch's runtime allows 16; anything far above is corruption
 MAX_TEXT = 200  # longer names are cut in messages

@@ -21,8 +21,8 @@ import struct
 from typing import Any, Iterable, Optional
 
 from xferlint.errors import FixError
-from xferlint.pte import program as pp
-from xferlint.pte.schema import generated
+from xferlint.frontends.pte import program as pp
+from xferlint.frontends.pte.schema import generated
 
 _U32 = struct.Struct("<I")
 _I32 = struct.Struct("<i")

@@ -1,6 +1,6 @@
 """`.pte` frontend: a serialized ExecuTorch program -> ProgramView, without torch.
 
-Reads the flatbuffer with ExecuTorch's generated reader (`xferlint.pte.program`) and
+Reads the flatbuffer with ExecuTorch's generated reader (`xferlint.frontends.pte.program`) and
 builds, per execution plan (every method), the same frontend-neutral view the graph
 frontend builds, plus a CFG over the instructions:
 
@@ -46,8 +46,8 @@ from xferlint.analyzer.view import (
 )
 from xferlint.errors import InputError
 from xferlint.frontends import LoadedProgram
-from xferlint.pte import program as pp
-from xferlint.pte.container import PteFormatError
+from xferlint.frontends.pte import program as pp
+from xferlint.frontends.pte.container import PteFormatError
 
 H2D_OP = "et_copy::_h2d_copy"
 D2H_OP = "et_copy::_d2h_copy"
@@ -467,7 +467,7 @@ def load_pte_bytes(data: bytes, label: str = "program.pte", name: Optional[str] 
                    source_map: Optional[dict] = None) -> LoadedProgram:
     """Read `.pte` bytes into a view (raises InputError with a one-line message).
 
-    `source_map` ({method: {instruction: SourceLocation}}, from `xferlint.pte.debug`: an
+    `source_map` ({method: {instruction: SourceLocation}}, from `xferlint.frontends.pte.debug`: an
     ETRecord or a program's debug-handle map) puts model source lines on instructions."""
     try:
         program = pp.read_program(data)
@@ -506,7 +506,7 @@ def load_pte_file(path: str, label: Optional[str] = None, strict: bool = False,
 def load_pte_program(program: object, label: str = "program.pte", name: str = "program") -> LoadedProgram:
     """Read an ExecutorchProgramManager's `.pte` (its `buffer`) with this frontend, located
     through the manager's own debug-handle map and graphs (an entry point's program)."""
-    from xferlint.pte.debug import source_map_of_program
+    from xferlint.frontends.pte.debug import source_map_of_program
 
     data = bytes(getattr(program, "buffer"))
     return load_pte_bytes(data, label=label, name=name, source_map=source_map_of_program(program))

@@ -1,0 +1,167 @@
+"""The check pipeline: load -> analyze -> rules, for one input or many.
+
+    input --frontend--> ProgramView --analyzer--> DeviceFacts --rules--> [Finding]
+
+The Python API (`api.py`), the CLI, the fixes and worker processes all run programs
+through this module; it imports only the stages below it (frontends, analyzer, rules,
+report), never the API or the CLI.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator, Optional, Sequence
+
+from xferlint.analyzer.facts import DeviceFacts
+from xferlint.analyzer.summary import MethodTransfers, method_transfers
+from xferlint.analyzer.view import ProgramView
+from xferlint.errors import InputError, UnmodelledOpError, XferlintError
+from xferlint.findings import Finding, InputErrorEntry
+from xferlint.frontends import LoadedProgram
+from xferlint.frontends.entrypoints import EntryPoint, ProgramObject, expand, load_entry_point
+from xferlint.report import Report, build_report
+from xferlint.rules.base import Rule, RuleContext
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector for the analysis.
+
+    The view, the facts and the findings hold no reference cycles, so reference counting
+    frees them; the collector would only sweep the ever larger heap again and again
+    (about 45 % of a whole check on 10k-100k node programs, benchmarks/RESULTS.md).
+    The caller's setting is restored afterwards.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def analyze(view: ProgramView, rules: Sequence[Rule], transfers: Optional[list[MethodTransfers]] = None) -> list[Finding]:
+    """Run the analysis and every rule over every method of a program; with `transfers`,
+    also append each method's transfer summary to it."""
+    with collector_paused():
+        return _analyze(view, rules, transfers)
+
+
+def _analyze(view: ProgramView, rules: Sequence[Rule], transfers: Optional[list[MethodTransfers]]) -> list[Finding]:
+    findings: list[Finding] = []
+    for method in view.methods:
+        ctx = RuleContext(program=view, method=method, facts=DeviceFacts.compute(method))
+        mine: list[Finding] = []
+        for rule in rules:
+            mine.extend(rule.check(ctx))
+        findings.extend(mine)
+        if transfers is not None:
+            transfers.append(method_transfers(view.input, view.name, method, ctx.facts, mine))
+    return findings
+
+
+def configure(rules: Sequence[Rule], **options: Any) -> Sequence[Rule]:
+    """Hand settings to the rules that declare them (`Rule.options`, e.g. XF009's
+    `max_transfer_bytes`); options that are None are left at the rule's default."""
+    for rule in rules:
+        for key in getattr(rule, "options", ()):
+            if options.get(key) is not None:
+                setattr(rule, key, options[key])
+    return rules
+
+
+def load_program(program: ProgramObject, strict: bool = False) -> LoadedProgram:
+    """Read a program object into a view with the frontend that owns its kind."""
+    if isinstance(program.obj, ProgramView):
+        return LoadedProgram(view=program.obj, native=None)
+    from xferlint.frontends.executorch import load_graph_program
+
+    with collector_paused():
+        return load_graph_program(program.obj, input=program.label, name=program.name, file=program.file,
+                                  strict=strict)
+
+
+def load_pte(entry: EntryPoint, strict: bool = False, source_map: Optional[dict] = None) -> LoadedProgram:
+    from xferlint.frontends.pte.view import load_pte_file  # the torch-free frontend
+
+    with collector_paused():
+        return load_pte_file(entry.file, label=entry.label, strict=strict, source_map=source_map)
+
+
+def load_entry(entry: EntryPoint, strict: bool = False, source_map: Optional[dict] = None) -> list[LoadedProgram]:
+    """Every program one expanded input holds (a `.pte` file holds one)."""
+    if entry.is_pte:
+        return [load_pte(entry, strict, source_map)]
+    return [load_program(p, strict) for p in load_entry_point(entry)]
+
+
+@dataclass
+class CheckRun:
+    """What a check over many inputs produced: findings, per-input errors, loaded programs."""
+
+    findings: list[Finding] = field(default_factory=list)
+    errors: list[InputErrorEntry] = field(default_factory=list)
+    loaded: list[LoadedProgram] = field(default_factory=list)
+    inputs: int = 0
+    transfers: list[MethodTransfers] = field(default_factory=list)
+
+    def report(self) -> Report:
+        return build_report(self.findings, self.errors, self.inputs, len(self.loaded), transfers=self.transfers)
+
+
+def error_entry(label: str, exc: BaseException) -> InputErrorEntry:
+    """The per-input error entry for an exception raised while loading or analysing `label`."""
+    if isinstance(exc, UnmodelledOpError):
+        return InputErrorEntry(input=label, message=f"{label}: {exc}", kind="unmodelled")
+    if isinstance(exc, XferlintError):
+        text = str(exc)
+        return InputErrorEntry(input=label, message=text if text.startswith(label) else f"{label}: {text}", kind="input")
+    first = (str(exc).strip().splitlines() or [""])[0]
+    return InputErrorEntry(
+        input=label,
+        message=f"{label}: internal error while analysing ({type(exc).__name__}: {first}); please report it",
+        kind="internal",
+    )
+
+
+def check_paths(paths: Iterable[str], rules: Sequence[Rule], strict: bool = False,
+                source_map: Optional[dict] = None) -> CheckRun:
+    """Lint every input; one that fails becomes an error entry and the rest go on.
+    `source_map` (from `--etrecord`) locates the instructions of `.pte` inputs."""
+    run = CheckRun()
+    for spec in paths:
+        try:
+            entries = expand(spec)
+        except InputError as exc:
+            run.inputs += 1
+            run.errors.append(error_entry(spec, exc))
+            continue
+        for entry in entries:
+            run.inputs += 1
+            check_entry(run, entry, rules, strict, source_map)
+    return run
+
+
+def check_entry(run: CheckRun, entry: EntryPoint, rules: Sequence[Rule], strict: bool,
+                source_map: Optional[dict] = None) -> None:
+    """Load and lint one expanded input into `run`."""
+    try:
+        loaded_list = load_entry(entry, strict, source_map)
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:  # noqa: BLE001 - becomes an error entry, never a traceback
+        run.errors.append(error_entry(entry.label, exc))
+        return
+    for loaded in loaded_list:
+        transfers: list[MethodTransfers] = []
+        try:
+            findings = analyze(loaded.view, rules, transfers)
+        except Exception as exc:  # noqa: BLE001
+            run.errors.append(error_entry(loaded.view.input, exc))
+            continue
+        run.loaded.append(loaded)
+        run.findings.extend(findings)
+        run.transfers.extend(transfers)
