@@ -7,6 +7,7 @@ be loaded, or an internal error.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import os
 import sys
@@ -67,7 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("paths", nargs="+", metavar="PATH",
                        help="file.py, file.py:attr, package.module:attr, a .pte file or a directory")
     _add_selection(check)
-    check.add_argument("--format", choices=("text", "json", "sarif"), help="Output format (default: text)")
+    check.add_argument("--output-format", "--format", dest="output_format", choices=("text", "json", "sarif"),
+                       help="Output format (default: text)")
     check.add_argument("-o", "--output", metavar="FILE", help="Write the report to FILE (atomically)")
     check.add_argument("--exit-zero", action="store_true", default=None, help="Exit 0 even when there are findings")
     check.add_argument("--statistics", action="store_true", default=None, help="Show counts per rule")
@@ -104,7 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_selection(fix)
     _add_common(fix)
 
-    sub.add_parser("schema", help="Print the JSON Schema of `check --format json`")
+    sub.add_parser("schema", help="Print the JSON Schema of `check --output-format json`")
     return parser
 
 
@@ -115,7 +117,7 @@ def _settings(args: argparse.Namespace):
     overrides = {
         key: value
         for key, value in {
-            "format": getattr(args, "format", None),
+            "output_format": getattr(args, "output_format", None),
             "output": getattr(args, "output", None),
             "exit_zero": getattr(args, "exit_zero", None),
             "statistics": getattr(args, "statistics", None),
@@ -130,7 +132,7 @@ def _settings(args: argparse.Namespace):
         overrides["select"] = args.select
     overrides["extend_select"] = list(base.extend_select) + list(getattr(args, "extend_select", None) or [])
     overrides["ignore"] = list(base.ignore) + list(getattr(args, "ignore", None) or [])
-    return base.model_copy(update=overrides)
+    return dataclasses.replace(base, **overrides)
 
 
 def _write(text: str, output: Optional[str]) -> None:
@@ -182,7 +184,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"error: {error.message}", file=sys.stderr)
     options = ReportOptions(statistics=settings.statistics, project_root=settings.project_root,
                             rules=tuple(type(rule) for rule in rules))
-    _write(emit(report, settings.format, options), settings.output)
+    _write(emit(report, settings.output_format, options), settings.output)
     if report.errors:
         return EXIT_ERROR
     if report.findings and not settings.exit_zero:

@@ -1,4 +1,4 @@
-"""`[tool.xferlint]` in pyproject.toml, validated by pydantic.
+"""`[tool.xferlint]` in pyproject.toml, checked against the Settings dataclass.
 
 Keys are the long command-line options, kebab-case (`extend-select`) or snake_case
 (`extend_select`). The nearest pyproject.toml with a `[tool.xferlint]` table, from the
@@ -10,34 +10,36 @@ from __future__ import annotations
 
 import os
 import tomllib
+from dataclasses import dataclass, fields
 from typing import Literal, Optional
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from xferlint.errors import ConfigError
 from xferlint.fsutil import find_upward
-
+from xferlint.serialize import BOUNDARY, InvalidField, described, from_mapping
 
 def _kebab(name: str) -> str:
     return name.replace("_", "-")
 
 
-class Settings(BaseModel):
+@dataclass(**BOUNDARY)
+class Settings:
     """Options shared by the command line and `[tool.xferlint]`."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, alias_generator=_kebab, frozen=True)
+    select: Optional[list[str]] = described("Rules to enable (codes, prefixes, names, ALL)", default=None)
+    extend_select: list[str] = described("Rules to enable on top of `select`", default_factory=list)
+    ignore: list[str] = described("Rules to disable", default_factory=list)
+    output_format: Literal["text", "json", "sarif"] = described("Output format", default="text")
+    output: Optional[str] = described("Write the report to this file instead of stdout", default=None)
+    exit_zero: bool = described("Exit 0 even when there are findings", default=False)
+    statistics: bool = described("Show counts per rule instead of each finding", default=False)
+    strict: bool = described("Error on operators the analyzer does not model", default=False)
+    unsafe_fixes: bool = described("Also apply fixes marked unsafe", default=False)
+    project_root: Optional[str] = described("Root that SARIF/text paths are relative to", default=None)
+    max_transfer_bytes: Optional[int] = described("Per-call transfer budget per method (bytes)", default=None)
 
-    select: Optional[list[str]] = Field(default=None, description="Rules to enable (codes, prefixes, names, ALL)")
-    extend_select: list[str] = Field(default_factory=list, description="Rules to enable on top of `select`")
-    ignore: list[str] = Field(default_factory=list, description="Rules to disable")
-    format: Literal["text", "json", "sarif"] = "text"
-    output: Optional[str] = Field(default=None, description="Write the report to this file instead of stdout")
-    exit_zero: bool = Field(default=False, description="Exit 0 even when there are findings")
-    statistics: bool = Field(default=False, description="Show counts per rule instead of each finding")
-    strict: bool = Field(default=False, description="Error on operators the analyzer does not model")
-    unsafe_fixes: bool = Field(default=False, description="Also apply fixes marked unsafe")
-    project_root: Optional[str] = Field(default=None, description="Root that SARIF/text paths are relative to")
-    max_transfer_bytes: Optional[int] = Field(default=None, ge=0, description="Per-call transfer budget per method")
+
+# Other spellings of a key (ruff's `format` is `output-format`).
+_ALIASES = {"format": "output_format"}
 
 
 def find_pyproject(start: Optional[str] = None) -> Optional[str]:
@@ -73,16 +75,25 @@ def load_settings(path: Optional[str]) -> tuple[Settings, Optional[str]]:
     table = data.get("tool", {}).get("xferlint", {})
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: [tool.xferlint] must be a table")
+    return _parse(path, table), path
+
+
+def _field_name(key: str) -> str:
+    name = key.replace("-", "_")
+    return _ALIASES.get(name, name)
+
+
+def _parse(path: str, table: dict) -> Settings:
+    spelled = {_field_name(key): key for key in table}  # field -> the key as the file spells it
     try:
-        return Settings.model_validate(table), path
-    except ValidationError as exc:
-        raise ConfigError(_first_problem(path, exc)) from None
-
-
-def _first_problem(path: str, exc: ValidationError) -> str:
-    error = exc.errors()[0]
-    key = ".".join(str(p) for p in error.get("loc", ())) or "?"
-    if error.get("type") == "extra_forbidden":
-        known = ", ".join(sorted(_kebab(k) for k in Settings.model_fields))
-        return f"{path}: [tool.xferlint] unknown key '{key}' (known keys: {known})"
-    return f"{path}: [tool.xferlint] {key}: {error.get('msg', 'invalid value')}"
+        settings = from_mapping(Settings, {_field_name(key): value for key, value in table.items()})
+    except InvalidField as exc:
+        key = spelled.get(exc.key, exc.key)
+        if str(exc) == "unknown key":
+            known = ", ".join(sorted(_kebab(f.name) for f in fields(Settings)))
+            raise ConfigError(f"{path}: [tool.xferlint] unknown key '{key}' (known keys: {known})") from None
+        raise ConfigError(f"{path}: [tool.xferlint] {key}: {exc}") from None
+    if settings.max_transfer_bytes is not None and settings.max_transfer_bytes < 0:
+        raise ConfigError(f"{path}: [tool.xferlint] max-transfer-bytes: a budget cannot be negative "
+                          f"({settings.max_transfer_bytes})")
+    return settings

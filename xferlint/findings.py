@@ -1,15 +1,16 @@
-"""The models at the boundary between rules and reporters: findings and input errors.
+"""The data at the boundary between rules and reporters: findings and input errors.
 
-Pydantic models, so the JSON output's schema (`xferlint schema`) is generated from the
-same definitions the rules fill in.
+Frozen slotted dataclasses (`xferlint.serialize`): the JSON output and its schema
+(`xferlint schema`) are generated from these same definitions.
 """
 
 from __future__ import annotations
 
 import enum
+from dataclasses import dataclass, field
 from typing import Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+from xferlint.serialize import BOUNDARY, described
 
 
 class Severity(str, enum.Enum):
@@ -25,62 +26,72 @@ class Applicability(str, enum.Enum):
     UNSAFE = "unsafe"
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Location(_Frozen):
+@dataclass(**BOUNDARY)
+class Location:
     """A position in the model source: the line that produced the value."""
 
-    file: str = Field(description="Path of the source file (absolute as recorded; reporters relativize)")
-    line: int = Field(ge=1)
-    column: int = Field(default=1, ge=1)
+    file: str = described("Path of the source file (absolute as recorded; reporters relativize)")
+    line: int = described("1-based line")
+    column: int = described("1-based column", default=1)
     function: Optional[str] = None
-    code: Optional[str] = Field(default=None, description="The source line's text")
+    code: Optional[str] = described("The source line's text", default=None)
 
 
-class Step(_Frozen):
+@dataclass(**BOUNDARY)
+class Step:
     """One node along a transfer path, with the device its result lives on."""
 
     node: str
-    target: str = Field(description="Operator, e.g. et_copy._d2h_copy.out")
-    role: str = Field(description="producer, d2h, h2d, consumer, host-op, ...")
-    device: Optional[str] = Field(description="Device of the node's result (cpu, cuda:0); null if unknown")
+    target: str = described("Operator, e.g. et_copy._d2h_copy.out")
+    role: str = described("producer, d2h, h2d, consumer, host-op, ...")
+    device: Optional[str] = described("Device of the node's result (cpu, cuda:0); null if unknown")
     location: Optional[Location] = None
 
 
-class Finding(_Frozen):
+@dataclass(**BOUNDARY)
+class Finding:
     """One diagnostic."""
 
-    code: str = Field(description="Stable rule code, e.g. XF001")
-    name: str = Field(description="Rule name, e.g. redundant-round-trip")
+    code: str = described("Stable rule code, e.g. XF001")
+    name: str = described("Rule name, e.g. redundant-round-trip")
     severity: Severity
-    message: str
-    input: str = Field(description="The input as given on the command line")
-    program: str = Field(description="Program name (attribute or dict key)")
+    message: str = described("One line in the user's terms: what, where, devices, bytes per call")
+    input: str = described("The input as given on the command line")
+    program: str = described("Program name (attribute or dict key)")
     method: str
-    nodes: list[str] = Field(description="Nodes along the transfer path, in order")
-    devices: list[str] = Field(description="Device of each node along the path")
-    bytes: Optional[int] = Field(description="Bytes of the transferred tensor per call; null when symbolic")
-    location: Optional[Location] = Field(description="Model source line, when the program has one")
-    file: Optional[str] = Field(
-        default=None, description="The input file the program was read from (.py entry point, .pte), absolute"
+    nodes: list[str] = described("Nodes along the transfer path, in order")
+    devices: list[str] = described("Device of each node along the path")
+    bytes: Optional[int] = described(
+        "Bytes per call moved by the copies this finding is about (`copies`), all directions summed; "
+        "null when a size is symbolic or there is no copy"
+    )
+    location: Optional[Location] = described("Model source line, when the program has one")
+    file: Optional[str] = described(
+        "The input file the program was read from (.py entry point, .pte), absolute", default=None
     )
     fixable: bool
     fix_applicability: Optional[Applicability] = None
-    steps: list[Step] = Field(default_factory=list)
-    saves_bytes: Optional[int] = Field(
-        default=None, description="Bytes per call the fix would stop moving (fixable findings); null when unknown"
+    steps: list[Step] = field(default_factory=list)
+    copies: list[str] = described("Copy nodes this finding is about (their bytes make up `bytes`)",
+                                  default_factory=list)
+    saves_bytes: Optional[int] = described(
+        "Bytes per call the fix would stop moving (the bytes of `removes`); null when unknown or not fixable",
+        default=None,
     )
-    removes: list[str] = Field(
+    removes: list[str] = described(
+        "Copy nodes the fix deletes; the transfer summary counts each once across findings",
         default_factory=list,
-        description="Copy nodes the fix deletes; the transfer summary counts each once across findings",
+    )
+    detail: Optional[str] = described(
+        "The longer explanation: what the finding means for this program (shown by the `full` text format)",
+        default=None,
     )
 
 
-class InputErrorEntry(_Frozen):
+@dataclass(**BOUNDARY)
+class InputErrorEntry:
     """An input that could not be loaded or analysed."""
 
     input: str
     message: str
-    kind: str = Field(description="input, unmodelled, internal")
+    kind: str = described("input, unmodelled, internal")

@@ -3,39 +3,37 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass, field
 from typing import Optional
-
-from pydantic import BaseModel, ConfigDict, Field
 
 from xferlint import __version__
 from xferlint.analyzer.summary import MethodTransfers, TransferSummary, summarize
 from xferlint.findings import Finding, InputErrorEntry
+from xferlint.serialize import BOUNDARY, described, json_schema as _json_schema
 
 
-class Summary(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+@dataclass(**BOUNDARY)
+class Summary:
+    """Counts over the whole run."""
 
-    inputs: int = Field(description="Inputs given (after directory expansion)")
-    programs: int = Field(description="Programs analysed")
+    inputs: int = described("Inputs given (after directory expansion)")
+    programs: int = described("Programs analysed")
     findings: int
     fixable: int
     errors: int
-    by_code: dict[str, int] = Field(description="Findings per rule code")
-    bytes_flagged: Optional[int] = Field(
-        description="Sum of `bytes` over the findings that have one (per call)"
-    )
-    transfers: TransferSummary = Field(
+    by_code: dict[str, int] = described("Findings per rule code")
+    bytes_flagged: Optional[int] = described("Sum of `bytes` over the findings that have one (per call)")
+    transfers: TransferSummary = described(
+        "Copies and bytes per call, per method and device pair, and what the fixable findings would save",
         default_factory=TransferSummary,
-        description="Copies and bytes per call, per method and device pair, and what the fixable findings would save",
     )
 
 
-class Report(BaseModel):
+@dataclass(**BOUNDARY)
+class Report:
     """The whole JSON output of `xferlint check --format json`."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    version: str = Field(description="xferlint version")
+    version: str = described("xferlint version")
     findings: list[Finding]
     errors: list[InputErrorEntry]
     summary: Summary
@@ -73,4 +71,4 @@ def build_report(findings: list[Finding], errors: list[InputErrorEntry], inputs:
 
 
 def json_schema() -> dict:
-    return Report.model_json_schema()
+    return _json_schema(Report)

@@ -78,7 +78,7 @@ def test_workflow_lints_uploads_and_gates():
     lint = next(s for s in steps if "xferlint check" in s.get("run", ""))
     args = _xferlint_args(lint["run"].replace('"$MODELS"', "models/"))
     parsed = build_parser().parse_args(args)
-    assert (parsed.format, parsed.exit_zero) == ("sarif", True)
+    assert (parsed.output_format, parsed.exit_zero) == ("sarif", True)
     upload = next(s for s in steps if s.get("uses", "").startswith("github/codeql-action/upload-sarif@"))
     assert upload["with"]["sarif_file"] == parsed.output
     assert upload["with"]["category"]

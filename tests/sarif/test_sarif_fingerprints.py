@@ -4,6 +4,7 @@ distinct findings (also two on one line)."""
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 import pytest
 
@@ -41,17 +42,17 @@ def findings(model_dir):
 
 def _moved(finding, offset):
     def shift(loc):
-        return loc.model_copy(update={"line": loc.line + offset}) if loc is not None else None
+        return replace(loc, **{"line": loc.line + offset}) if loc is not None else None
 
-    steps = [s.model_copy(update={"location": shift(s.location)}) for s in finding.steps]
-    return finding.model_copy(update={"location": shift(finding.location), "steps": steps})
+    steps = [replace(s, **{"location": shift(s.location)}) for s in finding.steps]
+    return replace(finding, **{"location": shift(finding.location), "steps": steps})
 
 
 def _recoded(finding, code):
-    location = finding.location.model_copy(update={"code": code})
-    steps = [s.model_copy(update={"location": location}) if s.location == finding.location else s
+    location = replace(finding.location, **{"code": code})
+    steps = [replace(s, **{"location": location}) if s.location == finding.location else s
              for s in finding.steps]
-    return finding.model_copy(update={"location": location, "steps": steps})
+    return replace(finding, **{"location": location, "steps": steps})
 
 
 def test_key_ignores_line_numbers_and_whitespace(findings):
@@ -64,9 +65,9 @@ def test_key_ignores_line_numbers_and_whitespace(findings):
 
 def test_key_ignores_node_numbering_where_a_line_is_known(findings):
     finding = findings["XF001"]
-    renamed = finding.model_copy(update={
+    renamed = replace(finding, **{
         "nodes": [n + "_7" for n in finding.nodes],
-        "steps": [s.model_copy(update={"node": s.node + "_7"}) for s in finding.steps],
+        "steps": [replace(s, **{"node": s.node + "_7"}) for s in finding.steps],
     })
     assert digest(finding_key(renamed, "pipeline.py")) == digest(finding_key(finding, "pipeline.py"))
 
@@ -77,19 +78,19 @@ def test_key_changes_with_what_the_finding_is(findings):
     assert digest(finding_key(xf002, "pipeline.py")) != base
     assert digest(finding_key(_recoded(xf001, "h = torch.mm(x, self.other)"), "pipeline.py")) != base
     assert digest(finding_key(xf001, "models/pipeline.py")) != base
-    assert digest(finding_key(xf001.model_copy(update={"program": "other"}), "pipeline.py")) != base
+    assert digest(finding_key(replace(xf001, **{"program": "other"}), "pipeline.py")) != base
     # Two transfers that start on one line but end in different places differ.
-    far_end = [s.model_copy(update={"location": xf002.steps[-1].location}) if s.role == "consumer" else s
+    far_end = [replace(s, **{"location": xf002.steps[-1].location}) if s.role == "consumer" else s
                for s in xf001.steps]
-    assert digest(finding_key(xf001.model_copy(update={"steps": far_end}), "pipeline.py")) != base
+    assert digest(finding_key(replace(xf001, **{"steps": far_end}), "pipeline.py")) != base
 
 
 def test_node_names_count_when_there_is_no_line(findings):
     finding = findings["XF001"]
-    bare = finding.model_copy(update={
-        "location": None, "steps": [s.model_copy(update={"location": None}) for s in finding.steps]})
-    other = bare.model_copy(update={"nodes": ["getitem_9"] + bare.nodes[1:], "steps": [
-        bare.steps[0].model_copy(update={"node": "getitem_9"})] + bare.steps[1:]})
+    bare = replace(finding, **{
+        "location": None, "steps": [replace(s, **{"location": None}) for s in finding.steps]})
+    other = replace(bare, **{"nodes": ["getitem_9"] + bare.nodes[1:], "steps": [
+        replace(bare.steps[0], **{"node": "getitem_9"})] + bare.steps[1:]})
     assert digest(finding_key(bare, "pipeline.py")) != digest(finding_key(other, "pipeline.py"))
 
 

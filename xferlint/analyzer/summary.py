@@ -15,14 +15,13 @@ it), plus `Finding.saves_bytes` of fixable findings that do not list their nodes
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable, Optional
-
-from pydantic import BaseModel, ConfigDict, Field
 
 from xferlint.analyzer.facts import DeviceFacts
 from xferlint.analyzer.lattice import CPU, Device
 from xferlint.analyzer.view import MethodView, Node, OpKind
+from xferlint.serialize import BOUNDARY, described
 
 H2D, D2H, D2D = "h2d", "d2h", "d2d"
 
@@ -74,49 +73,45 @@ def copies(facts: DeviceFacts) -> list[Copy]:
 # --------------------------------------------------------------------------- models
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class PairTraffic(_Frozen):
+@dataclass(**BOUNDARY)
+class PairTraffic:
     """Copies from one device to another."""
 
-    source: str = Field(description="Device the bytes leave (cpu, cuda:0)")
-    target: str = Field(description="Device the bytes arrive on")
+    source: str = described("Device the bytes leave (cpu, cuda:0)")
+    target: str = described("Device the bytes arrive on")
     copies: int
-    bytes: int = Field(description="Bytes per call (copies of symbolic size not included)")
+    bytes: int = described("Bytes per call (copies of symbolic size not included)")
 
 
-class Traffic(_Frozen):
+@dataclass(**BOUNDARY)
+class Traffic:
     """Counts and bytes per call, by direction and by device pair."""
 
     h2d_copies: int = 0
     h2d_bytes: int = 0
     d2h_copies: int = 0
     d2h_bytes: int = 0
-    bytes: int = Field(default=0, description="All copies' bytes per call (device-to-device ones included)")
-    symbolic_copies: int = Field(default=0, description="Copies whose size is symbolic: counted, not in bytes")
-    in_control_flow: int = Field(
-        default=0, description="Copies inside cond branches or loop bodies (counted once each)"
-    )
-    pairs: list[PairTraffic] = Field(default_factory=list, description="Per (source, target) device pair")
-    fixable_savings: int = Field(default=0, description="Bytes per call the fixable findings would stop moving")
+    bytes: int = described("All copies' bytes per call (device-to-device ones included)", default=0)
+    symbolic_copies: int = described("Copies whose size is symbolic: counted, not in bytes", default=0)
+    in_control_flow: int = described("Copies inside cond branches or loop bodies (counted once each)", default=0)
+    pairs: list[PairTraffic] = described("Per (source, target) device pair", default_factory=list)
+    fixable_savings: int = described("Bytes per call the fixable findings would stop moving", default=0)
 
 
-class _Method(_Frozen):
-    input: str = Field(description="The input as given on the command line")
+@dataclass(**BOUNDARY)
+class MethodTransfers(Traffic):
+    """The traffic of one method of one program."""
+
+    input: str = described("The input as given on the command line")
     program: str
     method: str
 
 
-class MethodTransfers(Traffic, _Method):
-    """The traffic of one method of one program (its identity first, then its traffic)."""
-
-
+@dataclass(**BOUNDARY)
 class TransferSummary(Traffic):
     """The traffic of every method linted, and the totals over them."""
 
-    methods: list[MethodTransfers] = Field(default_factory=list)
+    methods: list[MethodTransfers] = field(default_factory=list)
 
 
 # --------------------------------------------------------------------------- computing

@@ -1,7 +1,11 @@
-"""JSON output: the Report model, as `xferlint schema` describes it."""
+"""JSON output: the Report, as `xferlint schema` describes it."""
 
 from __future__ import annotations
 
+import json
+
+from xferlint.serialize import to_jsonable
+
 
 def emit(report, options) -> str:
-    return report.model_dump_json(indent=2) + "\n"
+    return json.dumps(to_jsonable(report), indent=2, ensure_ascii=False) + "\n"

@@ -60,6 +60,7 @@ from xferlint.findings import Location as SourceLine
 from xferlint.fingerprint import SCHEME, finding_key, fingerprints
 from xferlint.fsutil import find_upward
 from xferlint.reporters.sarif_serialize import dumps, new
+from xferlint.serialize import to_jsonable
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 SRCROOT = "%SRCROOT%"
@@ -439,7 +440,7 @@ def build_log(report, options) -> SarifLog:
     transfers = getattr(report.summary, "transfers", None)
     if transfers is not None:
         # Per-call traffic per method and device pair, as in the text footer and JSON.
-        run["properties"] = {"transfers": transfers.model_dump(mode="json")}
+        run["properties"] = {"transfers": to_jsonable(transfers)}
     return new(SarifLog, schema_uri=SCHEMA_URI, version="2.1.0", runs=[new(Run, **run)])
 
 

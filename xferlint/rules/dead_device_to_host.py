@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import partial
 
 from xferlint.analyzer.lattice import Device
@@ -88,4 +89,4 @@ class DeadDeviceToHost(Rule):
             producer = facts.writer(source)
             path = ([(producer, "producer")] if producer is not None else []) + [(node, "d2h")]
             finding = ctx.finding(self, message, path, nbytes, anchor=producer or node)
-            yield finding.model_copy(update={"saves_bytes": nbytes, "removes": [node.name]})
+            yield replace(finding, saves_bytes=nbytes, removes=[node.name])

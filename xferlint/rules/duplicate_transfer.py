@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Iterator, Optional
 
@@ -226,4 +226,4 @@ class DuplicateTransfer(Rule):
             update: dict = {"saves_bytes": nbytes, "removes": [dup.duplicate.name]} if fix is not None else {}
             if fix != self.fix_applicability:
                 update.update(fixable=fix is not None, fix_applicability=fix)
-            yield finding.model_copy(update=update) if update else finding
+            yield replace(finding, **update) if update else finding

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import partial
 
 from xferlint.analyzer.view import OpKind
@@ -120,4 +121,4 @@ class RedundantRoundTrip(Rule):
                 f"Feed {tick(trip.value)} to the consumer directly (`xferlint fix` does; {d2h_fate})."
             )
             finding = ctx.finding(self, message, trip.path(), ctx.facts.nbytes(trip.value), anchor=trip.producer or trip.h2d)
-            yield finding.model_copy(update=_savings(ctx.facts, trip, cache))
+            yield replace(finding, **_savings(ctx.facts, trip, cache))

@@ -1,0 +1,165 @@
+"""Plain data at the boundaries: frozen slotted dataclasses, their JSON form and JSON Schema.
+
+Findings, reports and settings are stdlib dataclasses rather than pydantic models: building
+one costs a plain `__init__` (a check builds thousands), and nothing here imports more than
+the standard library, so the torch-free `.pte` path starts fast. The JSON output and its
+JSON Schema (`xferlint schema`) are both derived from the same class definitions:
+
+- `to_jsonable(obj)` turns a dataclass (recursively) into dicts, lists and scalars, fields
+  in their declared order, enums as their values;
+- `json_schema(cls)` describes it: one `$defs` entry per dataclass and enum, each field's
+  description from `described(...)`, required fields those without a default, no extra keys.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import functools
+import sys
+import types
+import typing
+from typing import Any, Literal, Optional, Union
+
+BOUNDARY = dict(frozen=True, slots=True, kw_only=True)  # the dataclass options of boundary classes
+
+
+def described(description: str, **kwargs: Any) -> Any:
+    """A dataclass field with a description for the JSON Schema (and the docs)."""
+    return dataclasses.field(metadata={"description": description}, **kwargs)
+
+
+def to_jsonable(obj: Any) -> Any:
+    """The JSON-ready form of a dataclass tree (dicts, lists, str, int, float, bool, None)."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_jsonable(getattr(obj, f.name)) for f in _fields(type(obj))}
+    if isinstance(obj, enum.Enum):
+        return obj.value
+    if isinstance(obj, (list, tuple)):
+        return [to_jsonable(item) for item in obj]
+    if isinstance(obj, dict):
+        return {str(key): to_jsonable(value) for key, value in obj.items()}
+    return obj
+
+
+@functools.lru_cache(maxsize=None)
+def _fields(cls: type) -> tuple[dataclasses.Field, ...]:
+    return dataclasses.fields(cls)
+
+
+def json_schema(cls: type) -> dict:
+    """The JSON Schema (draft 2020-12) of dataclass `cls`, with `$defs` for what it holds."""
+    defs: dict[str, dict] = {}
+    root = _object_schema(cls, defs)
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **root, "$defs": dict(sorted(defs.items()))}
+
+
+def _object_schema(cls: type, defs: dict[str, dict]) -> dict:
+    hints = typing.get_type_hints(cls, vars(sys.modules[cls.__module__]))
+    properties, required = {}, []
+    for f in _fields(cls):
+        prop = _type_schema(hints[f.name], defs)
+        if "description" in f.metadata:
+            prop = {**prop, "description": f.metadata["description"]}
+        if f.default is not dataclasses.MISSING and _plain(f.default):
+            prop = {**prop, "default": to_jsonable(f.default)}
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            required.append(f.name)
+        properties[f.name] = prop
+    schema: dict[str, Any] = {"title": cls.__name__, "type": "object", "properties": properties,
+                              "additionalProperties": False}
+    if cls.__doc__ and not cls.__doc__.startswith(f"{cls.__name__}("):  # not the dataclass repr doc
+        schema["description"] = " ".join(cls.__doc__.split())
+    if required:
+        schema["required"] = required
+    return schema
+
+
+def _plain(value: Any) -> bool:
+    return value is None or isinstance(value, (str, int, float, bool, enum.Enum))
+
+
+_SCALARS = {str: "string", int: "integer", float: "number", bool: "boolean"}
+
+
+def _type_schema(hint: Any, defs: dict[str, dict]) -> dict:
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint is Any:
+        return {}
+    if hint is type(None):
+        return {"type": "null"}
+    if hint in _SCALARS:
+        return {"type": _SCALARS[hint]}
+    if origin in (Union, types.UnionType):
+        return {"anyOf": [_type_schema(a, defs) for a in args]}
+    if origin is Literal:
+        return {"enum": list(args)}
+    if origin in (list, tuple) or hint in (list, tuple):
+        if origin is tuple and args and args[-1] is not Ellipsis:
+            return {"type": "array", "prefixItems": [_type_schema(a, defs) for a in args], "items": False}
+        return {"type": "array", "items": _type_schema(args[0], defs) if args else {}}
+    if origin is dict or hint is dict:
+        return {"type": "object", "additionalProperties": _type_schema(args[1], defs) if args else {}}
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        defs.setdefault(hint.__name__, {"title": hint.__name__, "enum": [m.value for m in hint], "type": "string"})
+        return {"$ref": f"#/$defs/{hint.__name__}"}
+    if dataclasses.is_dataclass(hint):
+        if hint.__name__ not in defs:
+            defs[hint.__name__] = {}  # placeholder: recursive types terminate
+            defs[hint.__name__] = _object_schema(hint, defs)
+        return {"$ref": f"#/$defs/{hint.__name__}"}
+    raise TypeError(f"no JSON Schema for {hint!r}")
+
+
+
+
+
+class InvalidField(ValueError):
+    """A mapping does not fit a dataclass: `key` is the offending field, `str()` says why."""
+
+    def __init__(self, key: str, problem: str) -> None:
+        super().__init__(problem)
+        self.key = key
+
+
+def from_mapping(cls: type, data: dict) -> Any:
+    """An instance of dataclass `cls` from plain data (parsed TOML): every key a field, every
+    value of its declared type (scalars, Optional, Literal, list[...] and dict[str, ...])."""
+    hints = typing.get_type_hints(cls, vars(sys.modules[cls.__module__]))
+    names = {f.name for f in _fields(cls)}
+    for key, value in data.items():
+        if key not in names:
+            raise InvalidField(key, "unknown key")
+        problem = _mismatch(hints[key], value)
+        if problem:
+            raise InvalidField(key, problem)
+    return cls(**data)
+
+
+def _mismatch(hint: Any, value: Any) -> Optional[str]:
+    """Why `value` is not a `hint`, or None when it is."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (Union, types.UnionType):
+        problems = [_mismatch(a, value) for a in args]
+        return None if None in problems else next(p for p in problems if p)
+    if hint is type(None):
+        return None if value is None else f"expected nothing, got {value!r}"
+    if origin is Literal:
+        return None if value in args else f"expected one of {', '.join(repr(a) for a in args)}, got {value!r}"
+    if hint is bool:
+        return None if isinstance(value, bool) else f"expected true or false, got {value!r}"
+    if hint is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            return f"expected a whole number, got {value!r}"
+        return None
+    if hint is str:
+        return None if isinstance(value, str) else f"expected a string, got {value!r}"
+    if origin in (list, tuple):
+        if not isinstance(value, list):
+            return f"expected a list, got {value!r}"
+        return next((f"item {i}: {p}" for i, item in enumerate(value) if (p := _mismatch(args[0], item))), None)
+    if origin is dict:
+        if not isinstance(value, dict):
+            return f"expected a table, got {value!r}"
+        return next((f"{k!r}: {p}" for k, v in value.items() if (p := _mismatch(args[1], v))), None)
+    raise TypeError(f"cannot check a value against {hint!r}")
