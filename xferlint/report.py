@@ -22,7 +22,8 @@ class Summary:
     fixable: int
     errors: int
     by_code: dict[str, int] = described("Findings per rule code")
-    bytes_flagged: Optional[int] = described("Sum of `bytes` over the findings that have one (per call)")
+    bytes_flagged: int = described(
+        "Bytes per call of the distinct copies the findings name (transfers.flagged_bytes)")
     transfers: TransferSummary = described(
         "Copies and bytes per call, per method and device pair, and what the fixable findings would save",
         default_factory=TransferSummary,
@@ -56,7 +57,7 @@ def _sort_key(finding: Finding):
 def build_report(findings: list[Finding], errors: list[InputErrorEntry], inputs: int, programs: int,
                  transfers: Optional[list[MethodTransfers]] = None) -> Report:
     ordered = sorted(findings, key=_sort_key)
-    sized = [f.bytes for f in ordered if f.bytes is not None]
+    traffic = summarize(transfers or ())
     summary = Summary(
         inputs=inputs,
         programs=programs,
@@ -64,8 +65,8 @@ def build_report(findings: list[Finding], errors: list[InputErrorEntry], inputs:
         fixable=sum(1 for f in ordered if f.fixable),
         errors=len(errors),
         by_code=dict(sorted(Counter(f.code for f in ordered).items())),
-        bytes_flagged=sum(sized) if sized else (0 if not ordered else None),
-        transfers=summarize(transfers or ()),
+        bytes_flagged=traffic.flagged_bytes,
+        transfers=traffic,
     )
     return Report(version=__version__, findings=ordered, errors=sorted(errors, key=lambda e: e.input), summary=summary)
 

@@ -8,9 +8,10 @@ may not run, and a copy in a loop body counts once although it runs per iteratio
 (`in_control_flow` says how many such copies there are). A copy whose shape is symbolic
 counts in `copies` but not in `bytes` (`symbolic_copies`).
 
+`flagged_bytes` is what the findings are about: the bytes of every copy node a finding
+names (`Finding.copies`), each counted once however many findings name it.
 `fixable_savings` is what the fixable findings would stop moving: the bytes of every copy
-node a fix deletes (`Finding.removes`, each node counted once however many findings name
-it), plus `Finding.saves_bytes` of fixable findings that do not list their nodes.
+node a fix deletes (`Finding.removes`), each counted once.
 """
 
 from __future__ import annotations
@@ -95,7 +96,9 @@ class Traffic:
     symbolic_copies: int = described("Copies whose size is symbolic: counted, not in bytes", default=0)
     in_control_flow: int = described("Copies inside cond branches or loop bodies (counted once each)", default=0)
     pairs: list[PairTraffic] = described("Per (source, target) device pair", default_factory=list)
-    fixable_savings: int = described("Bytes per call the fixable findings would stop moving", default=0)
+    flagged_bytes: int = described("Bytes per call of the copies findings name (each copy once)", default=0)
+    fixable_savings: int = described("Bytes per call of the copies fixable findings remove (each copy once)",
+                                     default=0)
 
 
 @dataclass(**BOUNDARY)
@@ -126,18 +129,10 @@ def _pairs(items: Iterable[tuple[str, str, int, int]]) -> list[PairTraffic]:
     return [PairTraffic(source=s, target=t, copies=c, bytes=b) for (s, t), (c, b) in sorted(table.items())]
 
 
-def _savings(found: list[Copy], findings: Iterable) -> int:
+def _distinct_bytes(found: list[Copy], names: Iterable[str]) -> int:
+    """Bytes per call of the named copies, each counted once (symbolic ones not at all)."""
     by_name = {c.node.name: c for c in found}
-    removed: set[str] = set()
-    extra = 0
-    for finding in findings:
-        if not finding.fixable:
-            continue
-        if finding.removes:
-            removed.update(n for n in finding.removes if n in by_name)
-        elif finding.saves_bytes:
-            extra += finding.saves_bytes
-    return sum(by_name[n].nbytes or 0 for n in removed) + extra
+    return sum(by_name[n].nbytes or 0 for n in set(names) if n in by_name)
 
 
 def traffic_counts(found: list[Copy]) -> dict:
@@ -160,8 +155,10 @@ def method_transfers(input: str, program: str, method: MethodView, facts: Device
     """The traffic of one method; `findings` are that method's findings (for the savings)."""
     found = copies(facts)
     mine = [f for f in findings if f.method == method.name and f.program == program and f.input == input]
-    return MethodTransfers(input=input, program=program, method=method.name, fixable_savings=_savings(found, mine),
-                           **traffic_counts(found))
+    flagged = _distinct_bytes(found, (n for f in mine for n in f.copies))
+    savings = _distinct_bytes(found, (n for f in mine if f.fixable for n in f.removes))
+    return MethodTransfers(input=input, program=program, method=method.name, flagged_bytes=flagged,
+                           fixable_savings=savings, **traffic_counts(found))
 
 
 def summarize(methods: Iterable[MethodTransfers]) -> TransferSummary:
@@ -170,7 +167,7 @@ def summarize(methods: Iterable[MethodTransfers]) -> TransferSummary:
     total = {
         key: sum(getattr(m, key) for m in ordered)
         for key in ("h2d_copies", "h2d_bytes", "d2h_copies", "d2h_bytes", "bytes", "symbolic_copies",
-                    "in_control_flow", "fixable_savings")
+                    "in_control_flow", "flagged_bytes", "fixable_savings")
     }
     pairs = _pairs((p.source, p.target, p.copies, p.bytes) for m in ordered for p in m.pairs)
     return TransferSummary(methods=ordered, pairs=pairs, **total)

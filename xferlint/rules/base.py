@@ -93,15 +93,34 @@ class RuleContext:
             location=_location(self.locate(node)),
         )
 
+    def copy_bytes(self, node: Node) -> Optional[int]:
+        """Bytes one copy node moves per call: its result's, else its operand's; None when symbolic."""
+        nbytes = self.facts.nbytes(node.output)
+        return nbytes if nbytes is not None or not node.inputs else self.facts.nbytes(node.inputs[0])
+
+    def copies_bytes(self, nodes: Iterable[Node]) -> Optional[int]:
+        """Bytes per call a set of copies moves, each once, all directions summed; None when any
+        is symbolic or there are none."""
+        unique = {n.name: n for n in nodes}
+        sizes = [self.copy_bytes(n) for n in unique.values()]
+        return sum(sizes) if sizes and None not in sizes else None  # type: ignore[arg-type]
+
     # -- findings --------------------------------------------------------------------
     def finding(
         self,
         rule: "Rule",
         message: str,
         path: Sequence[tuple[Node, str]],
-        nbytes: Optional[int],
+        nbytes: Optional[int] = None,
         anchor: Optional[Node] = None,
+        *,
+        copies: Sequence[Node] = (),
+        removes: Sequence[Node] = (),
+        detail: Optional[str] = None,
     ) -> Finding:
+        """A finding of `rule` along `path`. With `copies` (the copy nodes it is about) its
+        bytes are theirs, summed (NOTES: one definition of bytes); without, `nbytes` is the
+        tensor at issue. `removes` are the copies its fix deletes; they set `saves_bytes`."""
         steps = [self.step(node, role) for node, role in path]
         location = self.locate(anchor) if anchor is not None else None
         if location is None:
@@ -116,12 +135,16 @@ class RuleContext:
             method=self.method.name,
             nodes=[s.node for s in steps],
             devices=[s.device or "unknown" for s in steps],
-            bytes=nbytes,
+            bytes=self.copies_bytes(copies) if copies else nbytes,
             location=_location(location),
             file=os.path.abspath(self.program.file) if self.program.file else None,
             fixable=rule.fix_applicability is not None,
             fix_applicability=rule.fix_applicability,
             steps=steps,
+            copies=list(dict.fromkeys(n.name for n in copies)),
+            saves_bytes=self.copies_bytes(removes) if removes else None,
+            removes=list(dict.fromkeys(n.name for n in removes)),
+            detail=detail,
         )
 
 

@@ -193,7 +193,7 @@ class ConstantTransfer(Rule):
             anchor = last
         path = [(c, "constant") for c in origin.constants] + [(n, "host-op") for n in origin.computed]
         path += [(h2d, "h2d")] + [(c, "consumer") for c in consumers[:1]]
-        return ctx.finding(self, message, path, nbytes, anchor=anchor)
+        return ctx.finding(self, message, path, anchor=anchor, copies=[h2d])
 
 
 def _constant_words(facts: DeviceFacts, node: Node) -> str:

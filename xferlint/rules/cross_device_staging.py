@@ -66,4 +66,4 @@ class CrossDeviceStaging(Rule):
                 f"ExecuTorch has no device-to-device copy; if both partitions can run on one device, "
                 f"give them the same target_device."
             )
-            yield ctx.finding(self, message, trip.path(), nbytes, anchor=trip.producer or trip.h2d)
+            yield ctx.finding(self, message, trip.path(), anchor=trip.producer or trip.h2d, copies=[trip.d2h, trip.h2d])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from functools import partial
 
 from xferlint.analyzer.lattice import Device
@@ -88,5 +87,4 @@ class DeadDeviceToHost(Rule):
             )
             producer = facts.writer(source)
             path = ([(producer, "producer")] if producer is not None else []) + [(node, "d2h")]
-            finding = ctx.finding(self, message, path, nbytes, anchor=producer or node)
-            yield replace(finding, saves_bytes=nbytes, removes=[node.name])
+            yield ctx.finding(self, message, path, anchor=producer or node, copies=[node], removes=[node])

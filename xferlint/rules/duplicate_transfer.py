@@ -222,8 +222,8 @@ class DuplicateTransfer(Rule):
             producer = facts.writer(dup.value)
             if producer is not None:
                 path.insert(0, (producer, "producer"))
-            finding = ctx.finding(self, message, path, nbytes, anchor=dup.duplicate)
-            update: dict = {"saves_bytes": nbytes, "removes": [dup.duplicate.name]} if fix is not None else {}
+            finding = ctx.finding(self, message, path, anchor=dup.duplicate, copies=[dup.duplicate],
+                                  removes=[dup.duplicate] if fix is not None else ())
             if fix != self.fix_applicability:
-                update.update(fixable=fix is not None, fix_applicability=fix)
-            yield replace(finding, **update) if update else finding
+                finding = replace(finding, fixable=fix is not None, fix_applicability=fix)
+            yield finding

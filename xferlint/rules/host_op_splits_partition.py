@@ -246,7 +246,8 @@ class HostOpSplitsPartition(Rule):
         path = ([(p, "producer") for p in producers] + [(d, "d2h") for d in seg.d2hs]
                 + [(n, "host-op") for n in seg.host_ops] + [(h, "h2d") for h in seg.h2ds]
                 + [(c, "consumer") for c in consumers])
-        return ctx.finding(self, message, path, total, anchor=_first_located(ctx, seg.host_ops))
+        return ctx.finding(self, message, path, anchor=_first_located(ctx, seg.host_ops),
+                           copies=list(seg.d2hs) + list(seg.h2ds))
 
 
 def op_name(target: str) -> str:

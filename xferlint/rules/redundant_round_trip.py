@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from functools import partial
 
 from xferlint.analyzer.view import OpKind
@@ -37,16 +36,10 @@ def _d2h_stays(facts, trip, cache: dict) -> bool:
     return facts.is_output(trip.d2h.output) or _host_reader(facts, trip, cache) is not None
 
 
-def _savings(facts, trip, cache: dict) -> dict:
-    """What the fix stops moving: the H2D, and the D2H once every reader of it is a
+def _removed(facts, trip, cache: dict) -> list:
+    """The copies the fix deletes: the H2D, and the D2H once every reader of it is a
     same-device round trip that the fix also removes (and it is no output)."""
-    removes = [trip.h2d.name]
-    nbytes = facts.nbytes(trip.h2d.output) if facts.nbytes(trip.h2d.output) is not None else facts.nbytes(trip.value)
-    if not _d2h_stays(facts, trip, cache):
-        removes.append(trip.d2h.name)
-        d2h_bytes = facts.nbytes(trip.d2h.output)
-        nbytes = None if nbytes is None or d2h_bytes is None else nbytes + d2h_bytes
-    return {"saves_bytes": nbytes, "removes": removes}
+    return [trip.h2d] if _d2h_stays(facts, trip, cache) else [trip.h2d, trip.d2h]
 
 
 def _d2h_fate(facts, trip, cache: dict) -> str:
@@ -120,5 +113,5 @@ class RedundantRoundTrip(Rule):
                 f"{format_bytes(ctx.facts.nbytes(trip.value))} cross the bus twice per call for nothing. "
                 f"Feed {tick(trip.value)} to the consumer directly (`xferlint fix` does; {d2h_fate})."
             )
-            finding = ctx.finding(self, message, trip.path(), ctx.facts.nbytes(trip.value), anchor=trip.producer or trip.h2d)
-            yield replace(finding, **_savings(ctx.facts, trip, cache))
+            yield ctx.finding(self, message, trip.path(), anchor=trip.producer or trip.h2d,
+                              copies=[trip.d2h, trip.h2d], removes=_removed(ctx.facts, trip, cache))

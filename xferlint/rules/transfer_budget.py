@@ -104,4 +104,4 @@ class TransferBudget(Rule):
             f"other findings and the summary's fixable savings) or raise `max-transfer-bytes` knowingly."
         )
         path = [(c.node, c.direction) for c in largest]
-        yield ctx.finding(self, message, path, total, anchor=largest[0].node)
+        yield ctx.finding(self, message, path, anchor=largest[0].node, copies=[c.node for c in sized])
