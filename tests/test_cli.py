@@ -430,3 +430,120 @@ def test_a_crashing_rule_is_an_error_entry_not_a_traceback(capfd, in_ws, monkeyp
     report = json.loads(out)
     assert [(f["input"], f["code"]) for f in report["findings"]] == [("staging.py:program", "XF002")]
     assert [(e["input"], e["kind"]) for e in report["errors"]] == [("roundtrip.py:program", "internal")]
+
+
+# --------------------------------------------------------------------------- honest output (issue 10)
+
+
+def test_every_printed_program_name_is_a_valid_input(capfd, in_ws):
+    """`dead.py:program[rewired]` as the output prints it selects that program of the dict."""
+    code, out, _ = _check(capfd, "dead.py", "--format", "json", "--isolated")
+    (label,) = {f["input"] for f in json.loads(out)["findings"]}
+    assert label == "dead.py:program[rewired]"
+    code, out, err = _check(capfd, label, "--format", "json", "--isolated")
+    assert code == 1 and [f["code"] for f in json.loads(out)["findings"]] == ["XF003"]
+    code, out, err = _check(capfd, "dead.py:program[nope]", "--isolated")
+    assert code == 2 and "has no program named 'nope' (it has: rewired)" in err
+
+
+@pytest.mark.parametrize("argv, problem", [
+    (["--select", ""], "--select: empty rule selector"),
+    (["--select", "XF001,,XF003"], "--select: empty rule selector"),
+    (["--ignore", ","], "--ignore: empty rule selector"),
+    (["--select", "XF999"], "unknown rule selector 'XF999'"),
+    (["--diff", "--format", "json"], "--diff prints a unified diff, not json"),
+    (["--diff", "--fix"], "pass one of them"),
+])
+def test_usage_errors_are_one_line_exit_2(capfd, in_ws, argv, problem):
+    code, out, err = _check(capfd, "roundtrip.py", "--isolated", *argv)
+    assert code == 2 and out == ""
+    assert err.strip().splitlines() == [err.strip()] and err.startswith("error: ") and problem in err
+
+
+def test_argparse_errors_have_the_same_form(capfd):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["check", "--no-such-option", "x.pte"])
+    assert exit_info.value.code == 2
+    err = capfd.readouterr().err
+    assert err.startswith("error: unrecognized arguments: --no-such-option") and "usage:" not in err
+
+
+@pytest.mark.parametrize("text, problem", [
+    ('[tool.xferlint\nselect = ["XF001"]\n', "not valid TOML"),
+    ('[tool.xferlint]\nignore = ["XF999"]\n', "[tool.xferlint] ignore: unknown rule selector 'XF999'"),
+    ('[tool.xferlint]\nextend-select = [""]\n', "[tool.xferlint] extend-select: empty rule selector"),
+    ('[tool.xferlint]\nselect = []\n', "[tool.xferlint] select: empty, so no rule would run"),
+])
+def test_a_bad_discovered_config_is_an_error_naming_the_file(capfd, ws, tmp_path, monkeypatch, text, problem):
+    project = tmp_path / "proj"
+    (project / "src").mkdir(parents=True)
+    (project / "pyproject.toml").write_text(text)
+    monkeypatch.chdir(project / "src")
+    code, out, err = _check(capfd, str(ws / "roundtrip.py"))
+    assert code == 2 and out == ""
+    assert err.startswith(f"error: {project / 'pyproject.toml'}: ") and problem in err, err
+
+
+def test_a_broken_pyproject_without_our_table_is_not_ours(capfd, ws, tmp_path, monkeypatch):
+    (tmp_path / "pyproject.toml").write_text("[project\nname = 'x'\n")
+    monkeypatch.chdir(tmp_path)
+    code, _, err = _check(capfd, str(ws / "roundtrip.py"), "--select", "XF001")
+    assert code == 1, err
+
+
+def test_directory_discovery_skips_tests_hidden_venvs_and_gitignored(capfd, ws, tmp_path, monkeypatch):
+    model = (ws / "roundtrip.py").read_text()
+    trap = "import pathlib\npathlib.Path(__file__).with_suffix('.imported').touch()\nprogram = None\n"
+    _write_tree(tmp_path, {
+        "models/real.py": model,
+        "conftest.py": trap,
+        "tests/conftest.py": trap,
+        "tests/test_models.py": trap,
+        "tests/fixture_model.py": model,
+        "models/model_test.py": trap,
+        ".hidden/m.py": trap,
+        "env/pyvenv.cfg": "home = /usr\n",
+        "env/lib/m.py": trap,
+        "generated/m.py": trap,
+        "vendor/m.py": trap,
+        ".gitignore": "generated/\n",
+    })
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = _check(capfd, ".", "--format", "json", "--isolated", "--extend-exclude", "vendor")
+    assert code == 1, err
+    report = json.loads(out)
+    assert {f["input"] for f in report["findings"]} == {os.path.join("models", "real.py") + ":program"}
+    assert report["errors"] == []
+    assert not list(tmp_path.rglob("*.imported")), "no skipped file was imported"
+    # named on purpose, a test folder is linted
+    code, out, err = _check(capfd, "tests", "--format", "json", "--isolated")
+    assert code == 1, err
+    assert {f["input"] for f in json.loads(out)["findings"]} == {os.path.join("tests", "fixture_model.py") + ":program"}
+    # --exclude replaces the defaults; in the config too
+    (tmp_path / "pyproject.toml").write_text('[tool.xferlint]\nextend-exclude = ["models"]\n')
+    code, out, err = _check(capfd, ".", "--extend-exclude", "vendor")
+    assert code == 2 and "no entry points found" in err
+
+
+def test_output_refuses_a_read_only_file_and_writes_through_links(capfd, in_ws, tmp_path):
+    locked = tmp_path / "locked.json"
+    locked.write_text("keep me")
+    os.chmod(locked, 0o444)
+    code, out, err = _check(capfd, "roundtrip.py", "--format", "json", "-o", str(locked), "--isolated")
+    assert code == 2 and "the file is read-only" in err and str(locked) in err
+    assert locked.read_text() == "keep me"
+    target = tmp_path / "real.json"
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    code, _, err = _check(capfd, "roundtrip.py", "--format", "json", "-o", str(link), "--isolated")
+    assert code == 1, err
+    assert link.is_symlink() and json.loads(target.read_text())["findings"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.json", "locked.json", "real.json"]
+
+
+def test_output_to_a_fifo_without_reader_is_an_error_not_a_hang(capfd, in_ws, tmp_path):
+    fifo = tmp_path / "pipe.json"
+    os.mkfifo(fifo)
+    code, _, err = _check(capfd, "roundtrip.py", "-o", str(fifo), "--isolated")
+    assert code == 2 and "a FIFO with no reader" in err

@@ -39,3 +39,67 @@ def test_a_failed_write_leaves_no_temporary_file(tmp_path):
     with pytest.raises(TypeError):
         write_atomic(str(tmp_path / "out"), "not bytes")  # type: ignore[arg-type]
     assert list(tmp_path.iterdir()) == []
+
+
+def _dead_pid() -> int:
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_temporaries_of_killed_runs_are_recognised_and_removed(tmp_path):
+    """SIGKILL cannot be caught: the next write into the directory removes what a dead run
+    left, and leaves a live run's temporary alone."""
+    stale = tmp_path / f".xferlint-{_dead_pid()}-abc123.tmp"
+    live = tmp_path / f".xferlint-{os.getppid()}-def456.tmp"
+    other = tmp_path / ".other-1-x.tmp"
+    for path in (stale, live, other):
+        path.write_bytes(b"partial")
+    write_atomic(str(tmp_path / "report.txt"), b"new")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([live.name, other.name, "report.txt"])
+
+
+def test_a_read_only_target_is_refused(tmp_path):
+    target = tmp_path / "locked.txt"
+    target.write_text("keep")
+    os.chmod(target, 0o444)
+    with pytest.raises(PermissionError):
+        write_atomic(str(target), b"new")
+    assert target.read_text() == "keep" and [p.name for p in tmp_path.iterdir()] == ["locked.txt"]
+
+
+def test_a_symlink_is_written_through(tmp_path):
+    target = tmp_path / "dir" / "real.txt"
+    target.parent.mkdir()
+    link = tmp_path / "link.txt"
+    link.symlink_to(target)
+    write_atomic(str(link), b"data")
+    assert link.is_symlink() and target.read_bytes() == b"data"
+    assert [p.name for p in target.parent.iterdir()] == ["real.txt"]
+
+
+_TERM_DURING_WRITE = r"""
+import os, signal, sys
+from xferlint import cli
+real_fsync = os.fsync
+def fsync_then_term(fd):
+    real_fsync(fd)
+    os.kill(os.getpid(), signal.SIGTERM)
+os.fsync = fsync_then_term
+sys.exit(cli.main(["check", sys.argv[1], "-o", sys.argv[2], "--isolated"]))
+"""
+
+
+def test_sigterm_while_writing_removes_the_temporary_file(tmp_path):
+    import subprocess
+    import sys
+
+    out = tmp_path / "report.txt"
+    done = subprocess.run([sys.executable, "-c", _TERM_DURING_WRITE, str(tmp_path / "missing.pte"), str(out)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 128 + 15, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == "error: terminated"
+    assert list(tmp_path.iterdir()) == [], "neither the report nor its temporary file"

@@ -15,7 +15,7 @@ import warnings
 from typing import Optional, Sequence
 
 from xferlint import __version__
-from xferlint.errors import UsageError, XferlintError
+from xferlint.errors import FixWriteError, UsageError, XferlintError
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -42,7 +42,8 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--isolated", action="store_true", help="Ignore all configuration files")
     parser.add_argument("--strict", action="store_true", default=None,
                         help="Error on operators the analyzer does not model instead of assuming nothing")
-    parser.add_argument("--project-root", metavar="DIR", help="Show paths relative to DIR (default: cwd)")
+    parser.add_argument("--project-root", metavar="DIR", help="Show paths relative to DIR (default: the cwd for text and JSON; for SARIF's "
+                             "%%SRCROOT%% the git work tree holding the cwd, else the cwd)")
 
 
 def _byte_budget(text: str) -> int:
@@ -56,13 +57,20 @@ def _byte_budget(text: str) -> int:
     return value
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with xferlint's one error form: `error: ...` and exit 2, no usage block."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(EXIT_ERROR, f"error: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="xferlint",
         description="Find and fix device-transfer anti-patterns in ExecuTorch programs.",
     )
     parser.add_argument("--version", action="version", version=f"xferlint {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     check = sub.add_parser("check", help="Lint programs (entry points, directories, .pte files)")
     check.add_argument("paths", nargs="+", metavar="PATH",
@@ -87,6 +95,11 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--etrecord", metavar="FILE",
                        help="ETRecord of the .pte inputs (executorch.devtools.generate_etrecord): findings on "
                             "their instructions point at the model source")
+    check.add_argument("--exclude", action="append", metavar="PATTERNS",
+                       help="Comma-separated glob patterns that directory discovery skips, replacing the defaults "
+                            "(hidden and test folders, conftest.py, test_*.py, virtual envs, build output)")
+    check.add_argument("--extend-exclude", action="append", metavar="PATTERNS",
+                       help="Patterns to skip on top of the configured or default ones")
     check.add_argument("--only-programs", action="store_true",
                        help="Skip inputs that are no program (a .py file without a top-level `program`, an "
                             "unknown suffix) instead of failing on them: for pre-commit, which passes every changed file")
@@ -130,9 +143,16 @@ def _settings(args: argparse.Namespace):
     }
     if getattr(args, "select", None):
         overrides["select"] = args.select
+    if getattr(args, "exclude", None):
+        overrides["exclude"] = _patterns(args.exclude)
+    overrides["extend_exclude"] = list(base.extend_exclude) + _patterns(getattr(args, "extend_exclude", None))
     overrides["extend_select"] = list(base.extend_select) + list(getattr(args, "extend_select", None) or [])
     overrides["ignore"] = list(base.ignore) + list(getattr(args, "ignore", None) or [])
     return dataclasses.replace(base, **overrides)
+
+
+def _patterns(values) -> list[str]:
+    return [p.strip() for value in values or () for p in value.split(",") if p.strip()]
 
 
 def _write(text: str, output: Optional[str]) -> None:
@@ -160,12 +180,23 @@ def _is_program_input(path: str) -> bool:
     return path.endswith(".py") and os.path.isfile(path) and defines_program(path)
 
 
+def _refuse_combinations(args: argparse.Namespace, settings) -> None:
+    if args.diff and args.fix:
+        raise UsageError("--diff shows the fixes and writes nothing, --fix writes them: pass one of them")
+    if args.diff and settings.output_format != "text":
+        raise UsageError(f"--diff prints a unified diff, not {settings.output_format}: drop --output-format "
+                         f"{settings.output_format} (the JSON findings' `removes` lists the copies a fix deletes)")
+
+
 def cmd_check(args: argparse.Namespace) -> int:
+    from xferlint.fixes.driver import settle_fixability
+    from xferlint.frontends.discovery import from_settings
     from xferlint.pipeline import check_paths, configure
     from xferlint.reporters import ReportOptions, emit
     from xferlint.selection import select_rules
 
     settings = _settings(args)
+    _refuse_combinations(args, settings)
     rules = select_rules(settings.select, settings.ignore, settings.extend_select)
     configure(rules, max_transfer_bytes=settings.max_transfer_bytes)
     paths = [p for p in args.paths if _is_program_input(p)] if args.only_programs else args.paths
@@ -174,11 +205,13 @@ def cmd_check(args: argparse.Namespace) -> int:
         from xferlint.frontends.pte.debug import read_etrecord  # torch-free
 
         source_map = read_etrecord(args.etrecord)
-    run = check_paths(paths, rules, strict=settings.strict, source_map=source_map)
+    discovery = from_settings(settings.exclude, settings.extend_exclude)
+    run = check_paths(paths, rules, strict=settings.strict, source_map=source_map, discovery=discovery)
+    tried = settle_fixability(run, rules, unsafe_fixes=settings.unsafe_fixes, strict=settings.strict)
     if args.diff:
-        return _check_diff(run, rules, settings)
+        return _check_diff(run, rules, settings, tried, settings.output)
     if args.fix:
-        _check_fix(run, rules, settings)
+        _check_fix(run, rules, settings, tried)
     report = run.report()
     for error in report.errors:
         print(f"error: {error.message}", file=sys.stderr)
@@ -192,45 +225,53 @@ def cmd_check(args: argparse.Namespace) -> int:
     return EXIT_CLEAN
 
 
-def _check_diff(run, rules, settings) -> int:
-    """`check --diff`: the fixes as diffs on stdout, nothing written; 1 if any."""
+def _check_diff(run, rules, settings, tried, output) -> int:
+    """`check --diff`: the fixes as diffs (stdout or -o), nothing else written; 1 if any."""
     from xferlint.fixes.driver import fix_run
 
-    results, notes = fix_run(run, rules, unsafe_fixes=settings.unsafe_fixes, strict=settings.strict)
+    fixed, notes = fix_run(run, rules, unsafe_fixes=settings.unsafe_fixes, strict=settings.strict, tried=tried)
     for error in run.errors:
         print(f"error: {error.message}", file=sys.stderr)
     for note in notes:
-        print(f"xferlint: {note}", file=sys.stderr)
-    sys.stdout.write("".join(r.diff() for r in results))
-    changed = [r for r in results if r.changed]
-    fixes = sum(len(r.applied) for r in changed)
+        print(f"note: {note}", file=sys.stderr)
+    for _, result in fixed:
+        for line in result.refusal_lines():
+            print(line, file=sys.stderr)
+    _write("".join(result.diff() for _, result in fixed), output)
+    fixes = sum(len(result.applied) for _, result in fixed)
     print(f"Would fix {fixes} finding{'s' if fixes != 1 else ''}." if fixes else "No fixes available.",
           file=sys.stderr)
     if run.errors:
         return EXIT_ERROR
-    return EXIT_FINDINGS if changed else EXIT_CLEAN
+    return EXIT_FINDINGS if fixes else EXIT_CLEAN
 
 
-def _check_fix(run, rules, settings) -> None:
-    """`check --fix`: fix in place what can be written back, in memory otherwise."""
-    from xferlint.fixes.driver import fix_run
+def _check_fix(run, rules, settings, tried) -> None:
+    """`check --fix`: rewrite each fixable `.pte` in place and report the program as it is
+    now; an entry point is code, so it is reported as it is and `xferlint fix` named."""
+    from xferlint.fixes.driver import adopt, fix_run
     from xferlint.fsutil import write_atomic
+    from xferlint.pipeline import error_entry
 
-    results, notes = fix_run(run, rules, unsafe_fixes=settings.unsafe_fixes, strict=settings.strict)
+    fixed, notes = fix_run(run, rules, unsafe_fixes=settings.unsafe_fixes, strict=settings.strict, tried=tried,
+                           kinds={"pte"})
     for note in notes:
-        print(f"xferlint: {note}", file=sys.stderr)
-    for result in results:
+        print(f"note: {note}", file=sys.stderr)
+    for loaded, result in fixed:
+        if result.changed and loaded.view.file:
+            try:
+                write_atomic(loaded.view.file, result.buffer)
+            except OSError as exc:
+                run.errors.append(error_entry(result.input, FixWriteError(loaded.view.file, exc)))
+                continue
         for line in result.summary_lines():
             print(line, file=sys.stderr)
-        origin = next((p.view for p in run.loaded if p.view.input == result.input), None)
-        if not result.changed or origin is None:
-            continue
-        if origin.kind == "pte" and origin.file:
-            write_atomic(origin.file, result.buffer)
-        else:
-            print(f"{result.input}: fixed in memory only (an entry point is code); write the fixed program with "
-                  f"`xferlint fix {result.input} -o OUT.pte`, or use xferlint.fixes.FixTransfersPass in its "
-                  "to_executorch", file=sys.stderr)
+        adopt(run, loaded, result)
+    for loaded in run.loaded:
+        if loaded.view.kind != "pte" and any(f.fixable for f in run.findings if f.input == loaded.view.input
+                                             and f.program == loaded.view.name):
+            print(f"{loaded.view.input}: not fixed: an entry point is code, --fix rewrites only .pte files; "
+                  f"write the fixed program with `xferlint fix {loaded.view.input} -o OUT.pte`", file=sys.stderr)
 
 
 def cmd_fix(args: argparse.Namespace) -> int:
@@ -246,15 +287,23 @@ def cmd_fix(args: argparse.Namespace) -> int:
         raise UsageError(f"{output}: the output must be a .pte file")
     if not os.path.isdir(directory):
         raise UsageError(f"{output}: directory {directory} does not exist")
+    if os.path.isfile(output) and not os.stat(output).st_mode & 0o222:
+        raise UsageError(f"{output}: the file is read-only; not replacing it")
     result = fix_input(args.input, rules, unsafe_fixes=settings.unsafe_fixes, strict=settings.strict)
-    data, extra = result.buffer, result.data_files
-    write_atomic(output, data)
-    for name, blob in sorted(extra.items()):
-        write_atomic(os.path.join(directory, name), blob)
     if args.diff:
         sys.stdout.write(result.diff())
     for line in result.summary_lines() + result.notes:
         print(line)
+    if not result.changed and isinstance(result.program, (bytes, bytearray)):
+        # a .pte nothing was fixed in: the output would be a copy of the input
+        print(f"{output} not written: nothing was fixed in {args.input}")
+        return EXIT_FINDINGS if result.skipped else EXIT_CLEAN
+    data, extra = result.buffer, result.data_files
+    for path, blob in [(output, data)] + [(os.path.join(directory, n), b) for n, b in sorted(extra.items())]:
+        try:
+            write_atomic(path, blob)
+        except OSError as exc:
+            raise FixWriteError(path, exc) from None
     print(f"wrote {output} ({len(data)} bytes)" + (f" and {', '.join(sorted(extra))}" if extra else ""))
     return EXIT_FINDINGS if result.skipped else EXIT_CLEAN
 
@@ -277,8 +326,32 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return EXIT_CLEAN
 
 
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP: unwinds like Ctrl-C, so temporary files are removed on the way."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _on_signal(signum, frame) -> None:
+    raise Terminated(signum)
+
+
+def _catch_termination() -> None:
+    import signal
+
+    for name in ("SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            try:
+                signal.signal(getattr(signal, name), _on_signal)
+            except ValueError:  # not the main thread (an embedding program): leave it be
+                pass
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     _quiet_libraries()
+    _catch_termination()
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
@@ -288,13 +361,22 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         return handler(args)
     except XferlintError as exc:
-        print(f"xferlint: error: {exc}", file=sys.stderr)
+        print(f"error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
-        print("xferlint: interrupted", file=sys.stderr)
+        print("error: interrupted", file=sys.stderr)
         return 130
+    except Terminated as exc:
+        print("error: terminated", file=sys.stderr)
+        return 128 + exc.signum
+    except BrokenPipeError:  # `xferlint check ... | head`: the reader is gone, so is the output
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return EXIT_ERROR
     except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, exit 2
-        print(f"xferlint: internal error: {type(exc).__name__}: {exc} (please report it)", file=sys.stderr)
+        print(f"error: internal error: {type(exc).__name__}: {exc} (please report it)", file=sys.stderr)
         return EXIT_ERROR
 
 

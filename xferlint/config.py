@@ -13,9 +13,11 @@ import tomllib
 from dataclasses import dataclass, fields
 from typing import Literal, Optional
 
-from xferlint.errors import ConfigError
+from xferlint.errors import ConfigError, UsageError
 from xferlint.fsutil import find_upward
+from xferlint.selection import check_selectors
 from xferlint.serialize import BOUNDARY, InvalidField, described, from_mapping
+
 
 def _kebab(name: str) -> str:
     return name.replace("_", "-")
@@ -36,7 +38,12 @@ class Settings:
     unsafe_fixes: bool = described("Also apply fixes marked unsafe", default=False)
     project_root: Optional[str] = described("Root that SARIF/text paths are relative to", default=None)
     max_transfer_bytes: Optional[int] = described("Per-call transfer budget per method (bytes)", default=None)
+    exclude: Optional[list[str]] = described(
+        "Glob patterns of files and directories directory discovery skips (replaces the defaults)", default=None)
+    extend_exclude: list[str] = described("Patterns to skip on top of `exclude`", default_factory=list)
 
+
+_MAX_CONFIG_BYTES = 16 << 20  # a pyproject.toml is small; a larger "file" is a device or a mistake
 
 # Other spellings of a key (ruff's `format` is `output-format`).
 _ALIASES = {"format": "output_format"}
@@ -53,11 +60,20 @@ def find_pyproject(start: Optional[str] = None) -> Optional[str]:
 
 
 def _has_table(path: str) -> bool:
+    """Whether `path` has a [tool.xferlint] table. A file that mentions xferlint but is
+    not valid TOML (or cannot be read) is an error: ignoring it would run every rule."""
     try:
         with open(path, "rb") as handle:
-            return "xferlint" in tomllib.load(handle).get("tool", {})
-    except (OSError, tomllib.TOMLDecodeError):
-        return False
+            raw = handle.read(_MAX_CONFIG_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    try:
+        table = tomllib.loads(raw.decode("utf-8")).get("tool", {})
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        if b"xferlint" in raw:
+            raise ConfigError(f"{path}: not valid TOML ({exc})") from None
+        return False  # someone else's broken file, with nothing of ours in it
+    return isinstance(table, dict) and "xferlint" in table
 
 
 def load_settings(path: Optional[str]) -> tuple[Settings, Optional[str]]:
@@ -65,11 +81,18 @@ def load_settings(path: Optional[str]) -> tuple[Settings, Optional[str]]:
     path = path or find_pyproject()
     if path is None:
         return Settings(), None
+    if os.path.exists(path) and not os.path.isfile(path):
+        raise ConfigError(f"{path}: not a regular file")
     try:
         with open(path, "rb") as handle:
-            data = tomllib.load(handle)
+            raw = handle.read(_MAX_CONFIG_BYTES + 1)
+        if len(raw) > _MAX_CONFIG_BYTES:
+            raise ConfigError(f"{path}: larger than {_MAX_CONFIG_BYTES >> 20} MiB; not a pyproject.toml")
+        data = tomllib.loads(raw.decode("utf-8"))
     except OSError as exc:
-        raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
+        raise ConfigError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from None
     table = data.get("tool", {}).get("xferlint", {})
@@ -93,6 +116,18 @@ def _parse(path: str, table: dict) -> Settings:
             known = ", ".join(sorted(_kebab(f.name) for f in fields(Settings)))
             raise ConfigError(f"{path}: [tool.xferlint] unknown key '{key}' (known keys: {known})") from None
         raise ConfigError(f"{path}: [tool.xferlint] {key}: {exc}") from None
+    for key in ("select", "extend_select", "ignore"):
+        value = getattr(settings, key)
+        if value is None:
+            continue
+        if key == "select" and not value:
+            raise ConfigError(f"{path}: [tool.xferlint] {spelled.get(key, key)}: empty, so no rule would run; "
+                              "remove the key to run every rule")
+        try:
+            check_selectors(value, "")
+        except UsageError as exc:
+            reason = str(exc).removeprefix(": ")
+            raise ConfigError(f"{path}: [tool.xferlint] {spelled.get(key, key)}: {reason}") from None
     if settings.max_transfer_bytes is not None and settings.max_transfer_bytes < 0:
         raise ConfigError(f"{path}: [tool.xferlint] max-transfer-bytes: a budget cannot be negative "
                           f"({settings.max_transfer_bytes})")

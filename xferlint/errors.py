@@ -28,3 +28,10 @@ class UnmodelledOpError(XferlintError):
 
 class FixError(XferlintError):
     """A fix could not be applied or verified."""
+
+
+class FixWriteError(FixError):
+    """A fixed program could not be written (disk full, read-only file or mount)."""
+
+    def __init__(self, path: str, exc: OSError) -> None:
+        super().__init__(f"{path}: cannot write the fixed program ({exc.strerror or exc})")

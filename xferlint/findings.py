@@ -82,6 +82,11 @@ class Finding:
         "Copy nodes the fix deletes; the transfer summary counts each once across findings",
         default_factory=list,
     )
+    fix_refused: Optional[str] = described(
+        "Why the rule's fix will not be applied to this program (then `fixable` is false): the reason "
+        "`xferlint fix` and `--diff` give",
+        default=None,
+    )
     detail: Optional[str] = described(
         "The longer explanation: what the finding means for this program (shown by the `full` text format)",
         default=None,

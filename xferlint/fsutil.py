@@ -1,26 +1,91 @@
-"""Writing files the way a linter must: atomically, never half-written."""
+"""Writing files the way a linter must: atomically, never half-written, nothing left behind.
+
+Temporary files are named `.xferlint-<pid>-<random>.tmp` next to the target, so that one
+left by a killed run (SIGKILL cannot be caught) is recognisable: a later write into the
+same directory removes those whose process is gone.
+"""
 
 from __future__ import annotations
 
+import errno
 import os
+import re
 import stat
 import tempfile
 from typing import Callable, Optional
+
+_TEMP = re.compile(r"^\.xferlint-(\d+)-[^/]*\.tmp$")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process
+    return True
+
+
+def remove_stale_temporaries(directory: str) -> list[str]:
+    """Delete the temporary files of xferlint runs that died in `directory`; their names."""
+    removed = []
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return removed
+    for name in names:
+        match = _TEMP.match(name)
+        if match and int(match.group(1)) != os.getpid() and not _alive(int(match.group(1))):
+            try:
+                os.unlink(os.path.join(directory, name))
+                removed.append(name)
+            except OSError:
+                pass
+    return removed
+
+
+def _write_special(path: str, data: bytes) -> None:
+    """A FIFO, a character device: written in place (renaming over it would replace the
+    node with a file); a FIFO nobody reads is an error, not a hang."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            raise OSError(errno.ENXIO, "a FIFO with no reader") from None
+        raise
+    try:
+        os.set_blocking(fd, True)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
 
 
 def write_atomic(path: str, data: bytes) -> None:
     """Write `data` to `path` through a temporary file in the same directory and a rename,
     so readers see the old file or the whole new one, never a part.
 
-    A path that exists and is not a regular file (`/dev/null`, `/dev/stdout`, a FIFO) is
-    written in place: renaming over it would replace the device node with a file.
+    A symlink is followed (its target is replaced, the link stays). A read-only file is
+    refused (EACCES): replacing it would defeat its mode. A path that is not a regular
+    file (`/dev/null`, `/dev/stdout`, a FIFO) is written in place.
     """
-    if os.path.exists(path) and not stat.S_ISREG(os.stat(path).st_mode):
-        with open(path, "wb") as handle:
-            handle.write(data)
-        return
-    directory = os.path.dirname(os.path.abspath(path)) or "."
-    fd, tmp = tempfile.mkstemp(prefix=".xferlint-", suffix=".tmp", dir=directory)
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"write_atomic writes bytes, not {type(data).__name__}")
+    path = os.path.realpath(path)
+    if os.path.exists(path):
+        mode = os.stat(path).st_mode
+        if not stat.S_ISREG(mode):
+            if stat.S_ISDIR(mode):
+                raise IsADirectoryError(errno.EISDIR, "is a directory")
+            _write_special(path, bytes(data))
+            return
+        if not mode & 0o222 or not os.access(path, os.W_OK):  # root's access() says yes to 0444
+            raise PermissionError(errno.EACCES, "the file is read-only")
+    directory = os.path.dirname(path) or "."
+    remove_stale_temporaries(directory)
+    fd, tmp = tempfile.mkstemp(prefix=f".xferlint-{os.getpid()}-", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -29,7 +94,9 @@ def write_atomic(path: str, data: bytes) -> None:
         if os.path.exists(path):
             os.chmod(tmp, os.stat(path).st_mode & 0o7777)
         else:
-            os.chmod(tmp, 0o644)
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

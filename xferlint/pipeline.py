@@ -20,6 +20,7 @@ from xferlint.analyzer.view import ProgramView
 from xferlint.errors import InputError, UnmodelledOpError, XferlintError
 from xferlint.findings import Finding, InputErrorEntry
 from xferlint.frontends import LoadedProgram
+from xferlint.frontends.discovery import Discovery
 from xferlint.frontends.entrypoints import EntryPoint, ProgramObject, expand, load_entry_point
 from xferlint.report import Report, build_report
 from xferlint.rules.base import Rule, RuleContext
@@ -128,13 +129,14 @@ def error_entry(label: str, exc: BaseException) -> InputErrorEntry:
 
 
 def check_paths(paths: Iterable[str], rules: Sequence[Rule], strict: bool = False,
-                source_map: Optional[dict] = None) -> CheckRun:
+                source_map: Optional[dict] = None, discovery: Optional[Discovery] = None) -> CheckRun:
     """Lint every input; one that fails becomes an error entry and the rest go on.
-    `source_map` (from `--etrecord`) locates the instructions of `.pte` inputs."""
+    `source_map` (from `--etrecord`) locates the instructions of `.pte` inputs;
+    `discovery` says what directories are searched for."""
     run = CheckRun()
     for spec in paths:
         try:
-            entries = expand(spec)
+            entries = expand(spec, discovery)
         except InputError as exc:
             run.inputs += 1
             run.errors.append(error_entry(spec, exc))

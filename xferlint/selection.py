@@ -12,16 +12,27 @@ from xferlint.errors import UsageError
 from xferlint.rules.base import Rule, all_rules
 
 
-def _split(selectors: Optional[Iterable[str]]) -> list[str]:
+def _split(selectors: Optional[Iterable[str]], option: str = "--select") -> list[str]:
+    """The selectors of one option, comma-separated; an empty one is a usage error (an
+    empty `--select ""` would otherwise quietly mean every rule)."""
     out: list[str] = []
     for item in selectors or ():
-        out.extend(part.strip() for part in str(item).split(",") if part.strip())
+        parts = [part.strip() for part in str(item).split(",")]
+        if not any(parts) or "" in parts[:-1]:
+            raise UsageError(f"{option}: empty rule selector in {str(item)!r}; name rules by code (XF001), "
+                             "prefix (XF00), name (redundant-round-trip) or ALL")
+        out.extend(part for part in parts if part)
     return out
 
 
 def matches(selector: str, rule: type[Rule]) -> bool:
     upper = selector.upper()
     return upper == "ALL" or rule.code.startswith(upper) or selector.lower() == rule.name
+
+
+def check_selectors(selectors: Iterable[str], option: str) -> None:
+    """Raise UsageError for an empty or unknown selector (config validation uses it)."""
+    _resolve(_split(selectors, option), all_rules())
 
 
 def _resolve(selectors: list[str], rules: Sequence[type[Rule]]) -> set[str]:
@@ -42,8 +53,8 @@ def select_rules(
 ) -> list[Rule]:
     """Instances of the enabled rules, by code. Default selection: every rule."""
     rules = all_rules()
-    selected = _split(select)
-    codes = _resolve(selected, rules) if selected else {r.code for r in rules}
-    codes |= _resolve(_split(extend_select), rules)
-    codes -= _resolve(_split(ignore), rules)
+    selected = _split(select, "--select")
+    codes = _resolve(selected, rules) if select is not None else {r.code for r in rules}
+    codes |= _resolve(_split(extend_select, "--extend-select"), rules)
+    codes -= _resolve(_split(ignore, "--ignore"), rules)
     return [r() for r in rules if r.code in codes]

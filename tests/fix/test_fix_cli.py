@@ -68,13 +68,13 @@ def test_check_diff_exits_0_when_there_is_nothing_to_fix(capsys):
     assert code == 0 and stdout == "" and "No fixes available." in stderr
 
 
-def test_check_fix_reports_what_remains(capsys):
+def test_check_fix_on_an_entry_point_changes_nothing_and_says_so(capsys):
+    """An entry point is code: --fix cannot rewrite it, so the report is the program as it
+    is (still failing the gate) and the way to write the fixed program is named."""
     code, stdout, stderr = run(capsys, "check", ROUND_TRIP, "--fix", "--select", FIXABLE)
-    assert code == 0 and "All checks passed!" in stdout
-    assert "XF001 redundant-round-trip: fixed 2, removed 4 copies" in stderr
-    assert "fixed in memory only" in stderr
-    code, _, _ = run(capsys, "check", ROUND_TRIP, "--select", FIXABLE)
-    assert code == 1, "without --fix the findings are reported"
+    assert code == 1 and "All checks passed!" not in stdout
+    assert "Found 2 findings (2 XF001)" in stdout
+    assert "not fixed: an entry point is code" in stderr and "xferlint fix " in stderr
 
 
 @pytest.fixture
@@ -109,7 +109,7 @@ def test_bad_input_is_one_line_exit_2_and_no_output(tmp_path, capsys, broken_ent
     code, stdout, stderr = run(capsys, *argv)
     assert code == 2
     lines = stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("xferlint: error: "), stderr
+    assert len(lines) == 1 and lines[0].startswith("error: "), stderr
     assert "Traceback" not in stderr and stdout == ""
     assert not out.exists() and not (tmp_path / "out.py").exists()
     assert pte_input.read_bytes() == b"not really a program", "the input is never overwritten"
@@ -122,5 +122,5 @@ def test_the_console_script_fails_cleanly(tmp_path, xferlint_exe):
     proc = subprocess.run([xferlint_exe, "fix", str(tmp_path / "nope.py"), "-o", str(out)], capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 2
-    assert proc.stderr.strip().splitlines() == [f"xferlint: error: {tmp_path / 'nope.py'}: no such file"]
+    assert proc.stderr.strip().splitlines() == [f"error: {tmp_path / 'nope.py'}: no such file"]
     assert proc.stdout == "" and not out.exists()

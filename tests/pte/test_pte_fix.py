@@ -144,7 +144,8 @@ def test_cli_fix_reports_refusals_and_check_fix_rewrites_in_place(pte_bytes, tmp
     done = _cli("fix", str(refused), "-o", str(out), "--isolated")
     assert done.returncode == 1  # a fixable finding was not fixed
     assert "XF001 not fixed" in done.stdout and "memory plan would break" in done.stdout
-    assert out.read_bytes() == refused.read_bytes()
+    assert f"{out} not written: nothing was fixed" in done.stdout
+    assert not out.exists(), "no copy of the input is written when nothing was fixed"
     dead = tmp_path / "dead.pte"
     dead.write_bytes(pte_bytes("addsin-rewired"))
     done = _cli("check", str(dead), "--fix", "--isolated", "--select", "XF001,XF002,XF003,XF004")
@@ -166,3 +167,57 @@ def test_fixing_a_pte_imports_no_torch(pte_file, tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 10, done.stdout + done.stderr
     assert os.path.getsize(tmp_path / "o.pte") > 0
+
+
+def _json(done):
+    import json
+
+    return json.loads(done.stdout)
+
+
+def test_a_refused_fix_is_not_marked_fixable_anywhere(pte_bytes, tmp_path):
+    """The memory-plan proof refuses the fix: no `[*]`, no "fixable", no savings; the JSON
+    says why, and --diff prints the reason, not just "No fixes available"."""
+    refused = tmp_path / "refused.pte"
+    refused.write_bytes(pte_bytes("addsin-noelide"))
+    text = _cli("check", str(refused), "--isolated")
+    assert text.returncode == 1
+    assert "XF001" in text.stdout and "[*]" not in text.stdout
+    assert "fixable" not in text.stdout and "Fixes would save" not in text.stdout
+    report = _json(_cli("check", str(refused), "--isolated", "--output-format", "json"))
+    (finding,) = [f for f in report["findings"] if f["code"] == "XF001"]
+    assert finding["fixable"] is False and finding["saves_bytes"] is None
+    assert "memory plan would break" in finding["fix_refused"]
+    assert report["summary"]["fixable"] == 0 and report["summary"]["transfers"]["fixable_savings"] == 0
+    diff = _cli("check", str(refused), "--isolated", "--diff")
+    assert diff.returncode == 0 and diff.stdout == ""
+    assert "XF001 not fixed" in diff.stderr and "memory plan would break" in diff.stderr
+    assert "No fixes available." in diff.stderr
+
+
+def test_check_fix_reports_the_program_after_the_fix(pte_bytes, tmp_path):
+    """Text and JSON after --fix describe the rewritten file: the same as checking it anew."""
+    dead = tmp_path / "dead.pte"
+    dead.write_bytes(pte_bytes("addsin-rewired"))
+    before = _json(_cli("check", str(dead), "--isolated", "--output-format", "json"))
+    after_fix = _json(_cli("check", str(dead), "--isolated", "--fix", "--output-format", "json"))
+    fresh = _json(_cli("check", str(dead), "--isolated", "--output-format", "json"))
+    assert before["summary"]["transfers"]["d2h_copies"] == fresh["summary"]["transfers"]["d2h_copies"] + 1
+    assert after_fix["summary"] == fresh["summary"]
+    assert after_fix["findings"] == fresh["findings"]
+    text = _cli("check", str(dead), "--isolated")
+    assert "Fixes would save" not in text.stdout
+
+
+def test_check_fix_on_a_read_only_pte_is_an_error_for_that_input(pte_bytes, tmp_path):
+    locked, other = tmp_path / "locked.pte", tmp_path / "other.pte"
+    locked.write_bytes(pte_bytes("addsin-rewired"))
+    other.write_bytes(pte_bytes("addsin-rewired"))
+    os.chmod(locked, 0o444)
+    done = _cli("check", str(locked), str(other), "--isolated", "--fix")
+    assert done.returncode == 2
+    assert f"error: {locked}: cannot write the fixed program (the file is read-only)" in done.stderr
+    assert "Traceback" not in done.stderr and "internal error" not in done.stderr
+    assert locked.read_bytes() == pte_bytes("addsin-rewired"), "a read-only file is not replaced"
+    assert other.read_bytes() != pte_bytes("addsin-rewired"), "the other input is still fixed"
+    assert sorted(os.listdir(tmp_path)) == ["locked.pte", "other.pte"]

@@ -3,12 +3,18 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from dataclasses import replace
+from typing import Optional, Sequence
 
+from xferlint.analyzer.facts import DeviceFacts
+from xferlint.analyzer.summary import method_transfers
 from xferlint.analyzer.view import ProgramView
 from xferlint.errors import FixError, UsageError
 from xferlint.frontends import LoadedProgram
 from xferlint.frontends.entrypoints import expand
+from xferlint.findings import Finding
+from xferlint.fixes.engine import plan_method
+from xferlint.fixes.plan import finding_key
 from xferlint.pipeline import CheckRun, load_entry
 from xferlint.rules.base import Rule
 
@@ -41,24 +47,101 @@ def fix_input(spec: str, rules: Sequence[Rule], *, unsafe_fixes: bool = False, s
     return fix_loaded(loaded[0], rules, unsafe_fixes=unsafe_fixes, strict=strict)
 
 
-def fix_run(run: CheckRun, rules: Sequence[Rule], *, unsafe_fixes: bool = False, strict: bool = False):
-    """Fix every program of a check run that has fixable findings (`check --fix/--diff`).
+def _findings_of(run: CheckRun, view: ProgramView) -> list[Finding]:
+    return [f for f in run.findings if f.input == view.input and f.program == view.name]
 
-    Returns (results, notes): the FixResult of each program fixed, and one line per
-    program that could not be fixed at all. The run's findings of a fixed program are
-    replaced by those of the fixed program."""
-    results, notes = [], []
+
+def _refusals(result) -> dict[tuple, str]:
+    """Finding key -> why its fix was not applied (fixes that only want --unsafe-fixes are
+    not refused: they stay fixable, as unsafe)."""
+    return {(s.code, s.method, s.nodes): s.reason for s in result.skipped if not s.unsafe}
+
+
+def _planned_refusals(view: ProgramView, rules: Sequence[Rule], unsafe_fixes: bool) -> dict[tuple, str]:
+    """The refusals planning alone decides (torch-free): what no planner can fix here."""
+    refused: dict[tuple, str] = {}
+    for method in view.methods:
+        for no in plan_method(view, method, rules, unsafe_fixes).no_fix:
+            refused[no.key] = no.reason
+    return refused
+
+
+def _mark_refused(findings: list[Finding], refused: dict[tuple, str]) -> list[Finding]:
+    out = []
+    for f in findings:
+        reason = refused.get(finding_key(f)) if f.fixable else None
+        out.append(f if reason is None else replace(f, fixable=False, fix_applicability=None, saves_bytes=None,
+                                                    fix_refused=reason))
+    return out
+
+
+def _replace_program(run: CheckRun, view: ProgramView, findings: list[Finding], after: Optional[ProgramView] = None):
+    """Put `findings` (and the transfer summary of `after`, default `view`) in place of what
+    `run` holds for program `view`."""
+    mine = {id(f) for f in _findings_of(run, view)}
+    run.findings = [f for f in run.findings if id(f) not in mine] + findings
+    shown = after or view
+    run.transfers = [t for t in run.transfers if (t.input, t.program) != (view.input, view.name)] + [
+        method_transfers(view.input, view.name, m, DeviceFacts.compute(m), findings) for m in shown.methods
+    ]
+
+
+def settle_fixability(run: CheckRun, rules: Sequence[Rule], *, unsafe_fixes: bool = False,
+                      strict: bool = False) -> dict[int, object]:
+    """Mark fixable only what a fix will remove: a `.pte` fix is tried (the memory-plan
+    proof decides), a graph program's fixes are planned; a refused finding loses `[*]`
+    and carries `fix_refused`. Returns the `.pte` FixResults by id(loaded), for reuse."""
+    tried: dict[int, object] = {}
     for loaded in run.loaded:
         view = loaded.view
-        mine = [f for f in run.findings if f.input == view.input and f.program == view.name]
+        mine = _findings_of(run, view)
         if not any(f.fixable for f in mine):
             continue
         try:
-            result = fix_loaded(loaded, rules, unsafe_fixes=unsafe_fixes, strict=strict)
+            if view.kind == "pte":
+                result = fix_loaded(loaded, rules, unsafe_fixes=unsafe_fixes, strict=strict)
+                tried[id(loaded)] = result
+                refused = _refusals(result)
+            elif loaded.native is None:
+                refused = {finding_key(f): "a hand-built ProgramView has no program behind it to fix" for f in mine}
+            else:
+                refused = _planned_refusals(view, rules, unsafe_fixes)
+        except FixError as exc:
+            refused = {finding_key(f): str(exc) for f in mine}
+        if refused:
+            _replace_program(run, view, _mark_refused(mine, refused))
+    return tried
+
+
+def fix_run(run: CheckRun, rules: Sequence[Rule], *, unsafe_fixes: bool = False, strict: bool = False,
+            tried: Optional[dict] = None, kinds: Optional[set] = None):
+    """Fix every program of a check run that has fixable findings (`check --fix/--diff`),
+    only those of `kinds` (view kinds: "pte", "graph") when given.
+
+    Returns (fixed, notes): (loaded, FixResult) of each program a fix was tried on, and one
+    line per program that could not be fixed at all. `tried`: results `settle_fixability`
+    already computed. The run is not changed: `adopt` puts a fixed program in its place."""
+    fixed, notes = [], []
+    tried = tried or {}
+    for loaded in run.loaded:
+        view = loaded.view
+        if kinds is not None and view.kind not in kinds:
+            continue
+        if not any(f.fixable for f in _findings_of(run, view)) and id(loaded) not in tried:
+            continue
+        try:
+            result = tried.get(id(loaded)) or fix_loaded(loaded, rules, unsafe_fixes=unsafe_fixes, strict=strict)
         except FixError as exc:
             notes.append(str(exc))
             continue
-        results.append(result)
-        replaced = {id(f) for f in mine}
-        run.findings = [f for f in run.findings if id(f) not in replaced] + list(result.remaining)
-    return results, notes
+        fixed.append((loaded, result))
+    return fixed, notes
+
+
+def adopt(run: CheckRun, loaded: LoadedProgram, result) -> None:
+    """Report the fixed program in place of `loaded`: its findings (a fix that was refused
+    marked so) and its transfer summary."""
+    view = loaded.view
+    after = ProgramView(input=view.input, name=view.name, kind=view.kind, file=view.file,
+                        methods=tuple(m.after for m in result.methods)) if result.methods else view
+    _replace_program(run, view, _mark_refused(list(result.remaining), _refusals(result)), after)

@@ -96,12 +96,15 @@ class FixResult:
             noun = "copy" if s.copies == 1 else "copies"
             lines.append(f"{self.input}: {s.code} {s.name}: fixed {s.fixed}, removed {s.copies} {noun}, "
                          f"{format_bytes(s.nbytes)}{sym} per call saved")
-        for skip in self.skipped:
-            lines.append(f"{self.input}: {skip.code} not fixed ({skip.method}: {', '.join(skip.nodes)}): "
-                         f"{skip.reason}" + (" (use --unsafe-fixes)" if skip.unsafe else ""))
+        lines.extend(self.refusal_lines())
         if not lines:
             lines.append(f"{self.input}: nothing to fix")
         return lines
+
+    def refusal_lines(self) -> list[str]:
+        """One line per fixable finding that was not fixed, and why."""
+        return [f"{self.input}: {skip.code} not fixed ({skip.method}: {', '.join(skip.nodes)}): "
+                f"{skip.reason}" + (" (use --unsafe-fixes)" if skip.unsafe else "") for skip in self.skipped]
 
     def diff(self) -> str:
         """A unified diff of each changed method: the copies that go and the readers that

@@ -17,16 +17,18 @@ import importlib.util
 import os
 import sys
 import traceback
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 from typing import Any, Iterator, Optional
 
 from xferlint.errors import InputError
 from xferlint.frontends import is_program_object
+from xferlint.frontends.discovery import Discovery, walk
 from xferlint.frontends.known_failures import explain as _known_failure
 
 PROGRAM_ATTR = "program"
 PROGRAM_SUFFIXES = (".pte",)
-_SKIP_DIRS = {".git", ".venv", "venv", "__pycache__", "node_modules", ".tox", ".mypy_cache", "site-packages"}
+_KEYED = re.compile(r"^(.+)\[([^\[\]]+)\]$")
 _EXPECTED = (
     "an ExportedProgram, EdgeProgramManager or ExecutorchProgramManager, a dict of them by name, "
     "or a zero-argument callable returning one"
@@ -41,6 +43,7 @@ class EntryPoint:
     file: Optional[str] = None  # a .py or .pte path
     module: Optional[str] = None  # a dotted module name
     attr: str = PROGRAM_ATTR
+    key: Optional[str] = None  # one program of a dict of programs (`model.py:program[edge]`)
 
     @property
     def is_pte(self) -> bool:
@@ -89,13 +92,9 @@ def _binds(target: ast.AST) -> bool:
     return False
 
 
-def _walk(directory: str) -> Iterator[str]:
-    for root, dirs, files in os.walk(directory):
-        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
-        for name in sorted(files):
-            path = os.path.join(root, name)
-            if name.endswith(PROGRAM_SUFFIXES) or (name.endswith(".py") and defines_program(path)):
-                yield path
+def _is_candidate(path: str) -> bool:
+    name = os.path.basename(path)
+    return name.endswith(PROGRAM_SUFFIXES) or (name.endswith(".py") and defines_program(path))
 
 
 def _split_attr(spec: str) -> tuple[str, Optional[str]]:
@@ -105,13 +104,28 @@ def _split_attr(spec: str) -> tuple[str, Optional[str]]:
     return spec, None
 
 
-def expand(spec: str) -> list[EntryPoint]:
+def _split_key(spec: str) -> tuple[str, Optional[str]]:
+    """`model.py:program[edge]` -> (`model.py:program`, `edge`): one program of a dict, as
+    the output names it."""
+    match = _KEYED.match(spec)
+    if match and not os.path.exists(spec):
+        return match.group(1), match.group(2)
+    return spec, None
+
+
+def expand(spec: str, discovery: Optional[Discovery] = None) -> list[EntryPoint]:
     """Resolve one command-line input into entry points (a directory gives many)."""
     if os.path.isdir(spec):
-        found = [EntryPoint(label=_display(p), file=p) for p in _walk(spec)]
+        found = [EntryPoint(label=_display(p), file=p) for p in walk(spec, _is_candidate, discovery)]
         if not found:
-            raise InputError(f"{spec}: no entry points found (no .py file defines a top-level `program`, no .pte)")
+            raise InputError(f"{spec}: no entry points found (no .py file defines a top-level `program`, no .pte; "
+                             "test folders, hidden and git-ignored files are skipped)")
         return [_with_attr(e) for e in found]
+    spec, key = _split_key(spec)
+    if key is not None:
+        if spec.endswith(".pte"):
+            raise InputError(f"{spec}[{key}]: a .pte file holds one program; name the file alone")
+        return [replace(e, key=key, label=f"{e.label}[{key}]") for e in expand(spec, discovery)]
     base, attr = _split_attr(spec)
     if base.endswith((".py", ".pte")) or os.sep in base or os.path.exists(base):
         if not os.path.exists(base):
@@ -230,7 +244,15 @@ def load_entry_point(entry: EntryPoint) -> list[ProgramObject]:
         # A module entry point still has a file: reporters fall back to it for findings
         # without source lines, and errors point into it.
         entry = EntryPoint(label=entry.label, file=module.__file__, module=entry.module, attr=entry.attr)
-    return resolve(getattr(module, entry.attr), entry, entry.attr)
+    if entry.key is None:
+        return resolve(getattr(module, entry.attr), entry, entry.attr)
+    base = replace(entry, key=None, label=entry.label[: -len(entry.key) - 2])
+    programs = resolve(getattr(module, entry.attr), base, entry.attr)
+    chosen = [p for p in programs if p.label == entry.label]
+    if not chosen:
+        names = ", ".join(p.name for p in programs)
+        raise InputError(f"{entry.label}: `{entry.attr}` has no program named {entry.key!r} (it has: {names})")
+    return chosen
 
 
 def resolve(obj: Any, entry: EntryPoint, name: str, depth: int = 0) -> list[ProgramObject]:

@@ -1,0 +1,85 @@
+"""Directory discovery: which files under a directory are programs to lint.
+
+What a user would not call a model is skipped, as ruff skips what it would not lint:
+hidden directories, virtual environments (any directory holding `pyvenv.cfg`), caches and
+build output, test folders (`tests/`, `test/`) and test files (`conftest.py`,
+`test_*.py`, `*_test.py`), and what git ignores. A path named on the command line is
+always walked, whatever its name; `exclude` (replacing the default patterns) and
+`extend-exclude` (adding to them) take glob patterns matched against each file or
+directory name and its path relative to the directory walked.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import subprocess
+from dataclasses import dataclass
+from typing import Callable, Iterable, Iterator, Optional, Sequence
+
+DEFAULT_EXCLUDE = (
+    ".*", "__pycache__", "node_modules", "site-packages", "venv", "build", "dist", "*.egg-info",
+    "tests", "test", "conftest.py", "test_*.py", "*_test.py",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Discovery:
+    """How directories are searched (`--exclude`, `--extend-exclude`, gitignore)."""
+
+    exclude: tuple[str, ...] = DEFAULT_EXCLUDE
+    extend_exclude: tuple[str, ...] = ()
+    respect_gitignore: bool = True
+
+    @property
+    def patterns(self) -> tuple[str, ...]:
+        return tuple(self.exclude) + tuple(self.extend_exclude)
+
+
+def _excluded(name: str, rel: str, patterns: Sequence[str]) -> bool:
+    rel = rel.replace(os.sep, "/")
+    return any(fnmatch.fnmatchcase(name, p) or fnmatch.fnmatchcase(rel, p.rstrip("/")) for p in patterns)
+
+
+def _git_ignored(root: str, paths: list[str]) -> set[str]:
+    """Which of `paths` git ignores (empty when `root` is not in a work tree or git is
+    missing): one `git check-ignore` for the lot."""
+    if not paths:
+        return set()
+    try:
+        done = subprocess.run(["git", "-C", root, "check-ignore", "--stdin", "-z"], input="\0".join(paths) + "\0",
+                              capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return set()
+    if done.returncode not in (0, 1):  # 128: not a work tree
+        return set()
+    return {p for p in done.stdout.split("\0") if p}
+
+
+def walk(directory: str, wanted: Callable[[str], bool], options: Optional[Discovery] = None) -> Iterator[str]:
+    """Files under `directory`, sorted, that are not excluded and for which `wanted` holds."""
+    options = options or Discovery()
+    patterns = options.patterns
+    candidates: list[str] = []
+    for root, dirs, files in os.walk(directory):
+        rel_root = os.path.relpath(root, directory)
+        keep = []
+        for d in sorted(dirs):
+            rel = os.path.normpath(os.path.join(rel_root, d))
+            if _excluded(d, rel, patterns) or os.path.exists(os.path.join(root, d, "pyvenv.cfg")):
+                continue
+            keep.append(d)
+        dirs[:] = keep
+        for name in sorted(files):
+            rel = os.path.normpath(os.path.join(rel_root, name))
+            if not _excluded(name, rel, patterns):
+                candidates.append(os.path.join(root, name))
+    ignored = _git_ignored(directory, candidates) if options.respect_gitignore else set()
+    for path in candidates:
+        if path not in ignored and wanted(path):
+            yield path
+
+
+def from_settings(exclude: Optional[Iterable[str]], extend_exclude: Iterable[str]) -> Discovery:
+    return Discovery(exclude=tuple(exclude) if exclude is not None else DEFAULT_EXCLUDE,
+                     extend_exclude=tuple(extend_exclude))
