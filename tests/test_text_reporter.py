@@ -29,3 +29,34 @@ def test_a_method_other_than_forward_is_named():
 def test_a_finding_without_source_is_shown_at_input_method_node():
     report = build_report([_finding("m.pte", method="forward", located=False)], [], 1, 1)
     assert emit(report, ReportOptions()).splitlines()[0] == "m.pte:forward:w: XF006 copies `w` every call."
+
+
+def test_byte_counts_beyond_a_float_stay_exact_and_print():
+    """A tensor of 33 dims of 2**31-1 float32 elements: sizes are integers end to end, the
+    text report shows them, JSON carries the exact number."""
+    import json
+
+    from xferlint.analyzer.lattice import CPU, Device
+    from xferlint.analyzer.view import MethodView, Node, OpKind, ProgramView, TensorMeta, Value
+    from xferlint.api import lint_report
+    from xferlint.reporters import ReportOptions, emit
+
+    shape = (2**31 - 1,) * 33
+    huge = 4 * (2**31 - 1) ** 33
+    meta = TensorMeta(shape=shape, dtype="float32", nbytes=huge)
+    cuda = Device("cuda", 0)
+    values = {"x": Value(id="x", tensor=meta, declared_device=CPU), "d": Value(id="d", tensor=meta, declared_device=cuda),
+              "h": Value(id="h", tensor=meta, declared_device=CPU)}
+    nodes = (Node(0, "x", OpKind.INPUT, "input", outputs=("x",)),
+             Node(1, "h2d", OpKind.H2D, "et_copy._h2d_copy.default", inputs=("x",), outputs=("d",), device=cuda),
+             Node(2, "d2h", OpKind.D2H, "et_copy._d2h_copy.default", inputs=("d",), outputs=("h",)))
+    view = ProgramView(input="huge", name="program", kind="graph",
+                       methods=(MethodView(name="forward", nodes=nodes, values=values, outputs=("d",)),))
+    report = lint_report(view, select=["XF003"])
+    [finding] = report.findings
+    assert finding.bytes == huge
+    text = emit(report, "text", ReportOptions())
+    assert "EiB" in text and "Found 1 finding" in text
+    data = json.loads(emit(report, "json", ReportOptions()))
+    assert data["findings"][0]["bytes"] == huge
+    emit(report, "sarif", ReportOptions())

@@ -6,13 +6,13 @@ the innermost one that is not inside torch, executorch or xferlint itself.
 
 from __future__ import annotations
 
-import linecache
 import os
 import re
 from functools import lru_cache
 from typing import Optional
 
 from xferlint.analyzer.view import SourceLocation
+from xferlint.frontends.files import source_line
 
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>[^\n]+)(?:\n(?P<code>[^\n]*))?')
 
@@ -36,7 +36,7 @@ def _is_library(path: str) -> bool:
 
 
 def _column(path: str, line: int, code: Optional[str]) -> int:
-    text = linecache.getline(path, line)
+    text = source_line(path, line)
     if not text:
         return 1
     if code:

@@ -160,12 +160,14 @@ def format_bytes(nbytes: Optional[int]) -> str:
         return "a symbolic number of bytes"
     if nbytes < 1024:
         return f"{nbytes} B"
-    value = float(nbytes)
-    for unit in ("KiB", "MiB", "GiB", "TiB"):
-        value /= 1024
-        if value < 1024:
-            return f"{value:.1f} {unit}"
-    return f"{value:.1f} PiB"
+    # integer arithmetic to the end: a byte count can exceed what a float holds
+    for power, unit in enumerate(("KiB", "MiB", "GiB", "TiB", "PiB", "EiB"), start=1):
+        if nbytes < 1024 ** (power + 1) or unit == "EiB":
+            tenths = (nbytes * 10 + 1024**power // 2) // 1024**power
+            if tenths >= 10240 and unit != "EiB":
+                continue  # rounds up to the next unit
+            return f"{tenths // 10}.{tenths % 10} {unit}"
+    raise AssertionError("unreachable")
 
 
 class Rule:

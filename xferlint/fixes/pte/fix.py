@@ -244,7 +244,29 @@ def _verify(view: ProgramView, method: MethodView, rules: Sequence[Rule], before
 
 def fix_pte_loaded(loaded: Any, rules: Sequence[Rule], *, unsafe_fixes: bool = False) -> FixResult:
     """Fix a `.pte` that `load_pte_bytes` / `load_pte_file` read; returns the result with
-    the fixed bytes (the input's bytes when nothing could be fixed)."""
+    the fixed bytes (the input's bytes when nothing could be fixed).
+
+    Passes repeat on the fixed program until one changes nothing, so that fixing the
+    output again is a no-op: a fix refused in one pass (the memory plan did not allow it
+    then) may be possible once other copies are gone."""
+    result = _fix_pass(loaded, rules, unsafe_fixes)
+    for _ in range(MAX_ROUNDS):
+        if not result.changed:
+            break
+        again = _fix_pass(load_pte_bytes(result.program, label=loaded.view.input, name=loaded.view.name,
+                                         path=loaded.view.file), rules, unsafe_fixes)
+        if not again.changed:
+            break
+        for first, then in zip(result.methods, again.methods):
+            first.applied.extend(then.applied)
+            first.skipped = then.skipped
+            first.after = then.after
+            first.remaining = then.remaining
+        result.program, result.remaining = again.program, again.remaining
+    return result
+
+
+def _fix_pass(loaded: Any, rules: Sequence[Rule], unsafe_fixes: bool) -> FixResult:
     native: PteNative = loaded.native
     if not isinstance(native, PteNative):
         raise FixError(f"{loaded.view.input}: not a .pte program")

@@ -83,6 +83,24 @@ def _identify(data: bytes) -> str:
     return f"not an ExecuTorch program (file identifier {ident!r}, expected {FILE_IDENTIFIER!r})"
 
 
+def check_header(head: bytes, size: int) -> None:
+    """What can be told from the first bytes and the size alone (before reading the rest):
+    raises PteFormatError for an empty, tiny or foreign file."""
+    if size == 0:
+        raise PteFormatError("empty file, not a .pte program")
+    if size < 16:
+        raise PteFormatError(f"too short to be a .pte program ({size} bytes)")
+    if head[4:8] != FILE_IDENTIFIER:
+        raise PteFormatError(_identify(head))
+    header = read_header(head)
+    if header is not None and header.program_size > size:
+        raise PteFormatError(f"truncated: the header says the program takes {header.program_size} bytes, "
+                             f"the file has {size}")
+
+
+HEADER_PEEK = 64  # bytes `check_header` needs: the identifier and the extended header
+
+
 def parse_container(data: bytes) -> Container:
     """Check the identifier, the extended header and the segment bounds."""
     size = len(data)

@@ -23,12 +23,14 @@ from typing import Any, Iterator, Optional
 
 from xferlint.analyzer.view import SourceLocation
 from xferlint.errors import InputError
+from xferlint.frontends.files import check_regular, source_line
 
 SourceMap = dict[str, dict[int, SourceLocation]]
 
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>[^\n]+)(?:\n(?P<code>[^\n]*))?')
 _XFERLINT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _LIBRARY_MARKERS = ("/site-packages/", "/dist-packages/", "/torch/", "/executorch/", "/torchao/")
+_MAX_ETRECORD = 1 << 36  # 64 GiB: ETRecords hold weights, so they can be large; zipfile seeks, never reads it all
 _MAX_MEMBER = 1 << 30  # an ETRecord member larger than 1 GiB is not read
 _EDGE = "edge_dialect_exported_program"
 
@@ -52,16 +54,9 @@ def location_of(stack_trace: Optional[str]) -> Optional[SourceLocation]:
         if _is_library(path):
             continue
         code = (frame.group("code") or "").strip() or None
-        column = 1
-        try:
-            with open(path, encoding="utf-8", errors="replace") as handle:
-                for number, text in enumerate(handle, start=1):
-                    if number == int(frame.group("line")):
-                        found = text.find(code) if code else -1
-                        column = found + 1 if found >= 0 else len(text) - len(text.lstrip()) + 1
-                        break
-        except OSError:
-            pass
+        text = source_line(path, int(frame.group("line")))
+        found = text.find(code) if code and text else -1
+        column = found + 1 if found >= 0 else (len(text) - len(text.lstrip()) + 1 if text else 1)
         return SourceLocation(file=os.path.abspath(path), line=int(frame.group("line")), column=column,
                               function=frame.group("func").strip(), code=code)
     return None
@@ -127,6 +122,10 @@ def _to_source_map(debug_handle_map: dict, traces: dict[str, dict[int, str]]) ->
 
 def read_etrecord(path: str) -> SourceMap:
     """The source map of an ETRecord file (raises ETRecordError with one line)."""
+    try:
+        check_regular(path, path, what="an ETRecord", limit=_MAX_ETRECORD)
+    except InputError as exc:
+        raise ETRecordError(str(exc)) from None
     try:
         archive = zipfile.ZipFile(path)
     except FileNotFoundError:

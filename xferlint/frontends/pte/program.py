@@ -198,6 +198,12 @@ class _Decoder:
             if self.fast is not None and not self.fast.agrees(plan):
                 self.fast = None  # the generated accessors disagree: read everything with them
             plans.append(self.plan(plan, i))
+        seen: dict[str, int] = {}
+        for i, plan in enumerate(plans):
+            if plan.name in seen:
+                raise PteFormatError(f"malformed: execution_plan[{seen[plan.name]}] and [{i}] are both named "
+                                     f"'{plan.name}'; method names must be unique")
+            seen[plan.name] = i
         self.where = "segments"
         segments = []
         for i in range(self.count(root.SegmentsLength(), 4, "segments")):

@@ -47,7 +47,8 @@ from xferlint.analyzer.view import (
 from xferlint.errors import InputError
 from xferlint.frontends import LoadedProgram
 from xferlint.frontends.pte import program as pp
-from xferlint.frontends.pte.container import PteFormatError
+from xferlint.frontends.files import read_input
+from xferlint.frontends.pte.container import HEADER_PEEK, PteFormatError, check_header
 
 H2D_OP = "et_copy::_h2d_copy"
 D2H_OP = "et_copy::_d2h_copy"
@@ -480,20 +481,15 @@ def load_pte_bytes(data: bytes, label: str = "program.pte", name: Optional[str] 
 
 
 def read_file(path: str, label: str) -> bytes:
-    try:
-        size = os.path.getsize(path)
-        if size > MAX_FILE_BYTES:
-            raise InputError(f"{label}: {size} bytes is larger than any program xferlint reads")
-        with open(path, "rb") as handle:
-            return handle.read()
-    except IsADirectoryError:
-        raise InputError(f"{label}: is a directory, not a .pte file") from None
-    except FileNotFoundError:
-        raise InputError(f"{label}: no such file") from None
-    except PermissionError:
-        raise InputError(f"{label}: permission denied") from None
-    except OSError as exc:
-        raise InputError(f"{label}: cannot be read ({exc.strerror or exc})") from None
+    """A `.pte` file's bytes: a regular file, its header checked before the rest is read."""
+    def check(head: bytes, size: int) -> None:
+        try:
+            check_header(head, size)
+        except PteFormatError as exc:
+            raise PteFormatError(f"{label}: {exc}") from None
+
+    return read_input(path, label, what="a .pte file", limit=MAX_FILE_BYTES, header=HEADER_PEEK,
+                      check_header=check)
 
 
 def load_pte_file(path: str, label: Optional[str] = None, strict: bool = False,
