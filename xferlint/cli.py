@@ -15,6 +15,7 @@ import warnings
 from typing import Optional, Sequence
 
 from xferlint import __version__
+from xferlint.reporters import FORMATS
 from xferlint.errors import FixWriteError, UsageError, XferlintError
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -76,9 +77,10 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("paths", nargs="+", metavar="PATH",
                        help="file.py, file.py:attr, package.module:attr, a .pte file or a directory")
     _add_selection(check)
-    check.add_argument("--output-format", "--format", dest="output_format", choices=("text", "json", "sarif"),
+    check.add_argument("--output-format", "--format", dest="output_format", choices=tuple(FORMATS),
                        help="Output format (default: text)")
-    check.add_argument("-o", "--output", metavar="FILE", help="Write the report to FILE (atomically)")
+    check.add_argument("-o", "--output", "--output-file", dest="output", metavar="FILE",
+                       help="Write the report to FILE (atomically)")
     check.add_argument("--exit-zero", action="store_true", default=None, help="Exit 0 even when there are findings")
     check.add_argument("--statistics", action="store_true", default=None, help="Show counts per rule")
     check.add_argument("--max-transfer-bytes", type=_byte_budget, metavar="N",

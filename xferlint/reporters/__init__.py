@@ -28,16 +28,20 @@ def display_path(path: str, root: Optional[str] = None) -> str:
     return absolute if rel.startswith("..") else rel
 
 
+# format -> module with `emit(report, options) -> str`; `text` is the default
+FORMATS = {
+    "text": "xferlint.reporters.text",
+    "json": "xferlint.reporters.json",
+    "json-lines": "xferlint.reporters.json_lines",
+    "sarif": "xferlint.reporters.sarif",
+    "github": "xferlint.reporters.github",
+    "gitlab": "xferlint.reporters.gitlab",
+    "junit": "xferlint.reporters.junit",
+}
+
+
 def emit(report, fmt: str, options: ReportOptions) -> str:
-    """Render a report in one of the formats: text, json, sarif."""
-    if fmt == "json":
-        from xferlint.reporters.json import emit as emit_json
+    """Render a report in one of FORMATS."""
+    import importlib
 
-        return emit_json(report, options)
-    if fmt == "sarif":
-        from xferlint.reporters.sarif import emit as emit_sarif
-
-        return emit_sarif(report, options)
-    from xferlint.reporters.text import emit as emit_text
-
-    return emit_text(report, options)
+    return importlib.import_module(FORMATS.get(fmt, FORMATS["text"])).emit(report, options)

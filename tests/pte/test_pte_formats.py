@@ -1,0 +1,53 @@
+"""The CI formats (github, gitlab, json-lines, junit) on real lowered programs: each parses
+as its consumer expects and carries every finding and input error of the JSON report."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from xferlint.cli import main
+
+
+@pytest.fixture(scope="module")
+def inputs(pte_file):
+    return [pte_file("addsin-noelide"), pte_file("shared-input"), "missing.pte"]
+
+
+def _run(capsys, inputs, fmt):
+    code = main(["check", *inputs, "--isolated", "--output-format", fmt])
+    out, err = capsys.readouterr()
+    assert code == 2 and "Traceback" not in err  # one input is missing: exit 2, the rest reported
+    return out
+
+
+def test_every_format_carries_the_json_findings(capsys, inputs):
+    report = json.loads(_run(capsys, inputs, "json"))
+    codes = sorted(f["code"] for f in report["findings"])
+    assert codes and len(report["errors"]) == 1
+
+    github = _run(capsys, inputs, "github").splitlines()
+    annotations = [line for line in github if line.startswith(("::warning ", "::error ", "::notice "))]
+    assert len(annotations) == len(codes) + 1
+    assert sorted(line.split("title=")[1].split(" ")[0] for line in annotations if "title=XF" in line) == codes
+    assert all("\n" not in line and "::" in line[2:] for line in annotations)
+    assert any(line.startswith("::error title=xferlint::missing.pte: no such file") for line in github)
+
+    gitlab = json.loads(_run(capsys, inputs, "gitlab"))
+    assert sorted(issue["check_name"].split()[0] for issue in gitlab) == codes
+    for issue in gitlab:
+        assert {"description", "check_name", "fingerprint", "severity", "location"} <= set(issue)
+        assert issue["severity"] in {"info", "minor", "major", "critical", "blocker"}
+        assert isinstance(issue["location"]["path"], str) and issue["location"]["lines"]["begin"] >= 1
+    assert len({issue["fingerprint"] for issue in gitlab}) == len(gitlab)
+
+    rows = [json.loads(line) for line in _run(capsys, inputs, "json-lines").splitlines()]
+    assert [r for r in rows if "error" not in r] == sorted(report["findings"], key=lambda f: rows.index(f))
+    assert [r["error"] for r in rows if "error" in r] == report["errors"]
+
+    junit = ET.fromstring(_run(capsys, inputs, "junit"))
+    assert junit.tag == "testsuites" and int(junit.get("failures")) == len(codes)
+    assert int(junit.get("errors")) == 1
+    assert sorted(f.get("type") for f in junit.iter("failure")) == codes
