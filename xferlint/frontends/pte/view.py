@@ -44,7 +44,7 @@ from xferlint.analyzer.view import (
     TensorMeta,
     Value,
 )
-from xferlint.errors import InputError
+from xferlint.frontends.bounded import MAX_FILE_BYTES, read_file  # noqa: F401 (re-exported)
 from xferlint.frontends import LoadedProgram
 from xferlint.frontends.pte import program as pp
 from xferlint.frontends.pte.container import PteFormatError
@@ -54,7 +54,6 @@ D2H_OP = "et_copy::_d2h_copy"
 TARGET_DEVICE_KEY = "target_device"
 _ALIAS_OPS = frozenset({"executorch_prim::et_view", "aten::alias"})
 _COPY_INDEX_OP = "executorch_prim::et_copy_index"
-MAX_FILE_BYTES = 1 << 34  # 16 GiB: a larger "program" is not one xferlint can read whole
 
 
 def value_id(index: int) -> str:
@@ -477,23 +476,6 @@ def load_pte_bytes(data: bytes, label: str = "program.pte", name: Optional[str] 
     view, maps = view_of(program, input=label, name=program_name, file=path, source_map=source_map)
     native = PteNative(path=path, data=data, program=program, methods=maps)
     return LoadedProgram(view=view, native=native)
-
-
-def read_file(path: str, label: str) -> bytes:
-    try:
-        size = os.path.getsize(path)
-        if size > MAX_FILE_BYTES:
-            raise InputError(f"{label}: {size} bytes is larger than any program xferlint reads")
-        with open(path, "rb") as handle:
-            return handle.read()
-    except IsADirectoryError:
-        raise InputError(f"{label}: is a directory, not a .pte file") from None
-    except FileNotFoundError:
-        raise InputError(f"{label}: no such file") from None
-    except PermissionError:
-        raise InputError(f"{label}: permission denied") from None
-    except OSError as exc:
-        raise InputError(f"{label}: cannot be read ({exc.strerror or exc})") from None
 
 
 def load_pte_file(path: str, label: Optional[str] = None, strict: bool = False,
