@@ -17,8 +17,6 @@ import os
 import sys
 import zipfile
 
-import torch
-
 DEV = "cuda:0"
 MODELS_FILE = os.path.join(os.path.dirname(__file__), "..", "..", "sample_models", "aten_models.py")
 
@@ -42,6 +40,8 @@ HOST_INPUTS = {"duplicate": (1,), "duplicate_ok": (1,)}  # inputs that stay on t
 
 
 def _inputs(name: str):
+    import torch
+
     _, count = _catalog().MODELS[name]
     return tuple(torch.randn(4, 8) for _ in range(count))
 
@@ -49,6 +49,7 @@ def _inputs(name: str):
 def export(name: str, decompose: bool = False):
     """The model's ExportedProgram with its values on cuda:0 (in-process: only for models
     outside JSON_EDITED; those abort under fake cuda)."""
+    import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     cls, _ = _catalog().MODELS[name]
@@ -83,6 +84,8 @@ def to_cuda_json(data: bytes) -> bytes:
 
 
 def save(name: str, path: str, decompose: bool = False) -> None:
+    import torch
+
     with torch.no_grad():
         ep = export(name, decompose)
         if name in JSON_EDITED:
@@ -104,3 +107,12 @@ def main(out_dir: str) -> None:
 
 if __name__ == "__main__":
     main(sys.argv[1])
+
+
+def sample_pt2(name: str):
+    """The bundled `sample_models/pt2/<name>.pt2` read by the torch-free frontend (the
+    examples of the rules on ATen)."""
+    from xferlint.frontends.pt2.view import load_pt2_file
+
+    path = os.path.abspath(os.path.join(os.path.dirname(MODELS_FILE), "pt2", f"{name}.pt2"))
+    return load_pt2_file(path, label=f"{name}.pt2").view
