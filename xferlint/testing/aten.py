@@ -116,3 +116,7 @@ def sample_pt2(name: str):
 
     path = os.path.abspath(os.path.join(os.path.dirname(MODELS_FILE), "pt2", f"{name}.pt2"))
     return load_pt2_file(path, label=f"{name}.pt2").view
+
+
+def sample_names() -> list[str]:
+    return list(_catalog().MODELS)
