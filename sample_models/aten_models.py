@@ -38,6 +38,28 @@ class StagingOk(torch.nn.Module):
         return torch.sin(x).to("cuda:1") * 2
 
 
+class DeadCopy(torch.nn.Module):
+    """XF003: a `.cpu()` whose result nobody reads."""
+
+    def forward(self, x):
+        y = torch.sin(x)
+        y.cpu()
+        return y * 2
+
+
+class DeadCopyOk(torch.nn.Module):
+    def forward(self, x):
+        y = torch.sin(x)
+        return y * 2, y.cpu()
+
+
+class DuplicatePeer(torch.nn.Module):
+    """XF004: the same device tensor copied to cuda:1 twice."""
+
+    def forward(self, x):
+        return x.to("cuda:1") + 1, x.to("cuda:1") * 2
+
+
 class Duplicate(torch.nn.Module):
     """XF004: the same host tensor moved to the device twice."""
 
@@ -124,6 +146,7 @@ class Mask(torch.nn.Module):
 MODELS = {
     "round_trip": (RoundTrip, 1), "round_trip_ok": (RoundTripOk, 1),
     "staging": (Staging, 1), "staging_ok": (StagingOk, 1),
+    "dead_copy": (DeadCopy, 1), "dead_copy_ok": (DeadCopyOk, 1), "duplicate_peer": (DuplicatePeer, 1),
     "duplicate": (Duplicate, 2), "duplicate_ok": (DuplicateOk, 2),
     "host_split": (HostSplit, 1), "host_split_ok": (HostSplitOk, 1),
     "buffer_move": (BufferMove, 1), "buffer_move_ok": (BufferMoveOk, 1),
