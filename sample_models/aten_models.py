@@ -60,6 +60,13 @@ class DuplicatePeer(torch.nn.Module):
         return x.to("cuda:1") + 1, x.to("cuda:1") * 2
 
 
+class CondRoundTrip(torch.nn.Module):
+    """XF001 inside a `torch.cond` branch."""
+
+    def forward(self, x):
+        return torch.cond(x.sum() > 0, lambda t: t.cpu().to(DEV).sin(), lambda t: t.cos(), (x,))
+
+
 class Duplicate(torch.nn.Module):
     """XF004: the same host tensor moved to the device twice."""
 
@@ -147,6 +154,7 @@ MODELS = {
     "round_trip": (RoundTrip, 1), "round_trip_ok": (RoundTripOk, 1),
     "staging": (Staging, 1), "staging_ok": (StagingOk, 1),
     "dead_copy": (DeadCopy, 1), "dead_copy_ok": (DeadCopyOk, 1), "duplicate_peer": (DuplicatePeer, 1),
+    "cond_round_trip": (CondRoundTrip, 1),
     "duplicate": (Duplicate, 2), "duplicate_ok": (DuplicateOk, 2),
     "host_split": (HostSplit, 1), "host_split_ok": (HostSplitOk, 1),
     "buffer_move": (BufferMove, 1), "buffer_move_ok": (BufferMoveOk, 1),

@@ -18,14 +18,14 @@ from xferlint.testing.aten import JSON_EDITED, export
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXPECTED = {
     "round_trip": ["XF001"], "staging": ["XF002"], "dead_copy": ["XF003"], "dead_copy_ok": [],
-    "duplicate_peer": ["XF004"], "duplicate": ["XF004"], "host_split": ["XF005"],
+    "duplicate_peer": ["XF004"], "cond_round_trip": ["XF001"], "duplicate": ["XF004"], "host_split": ["XF005"],
     "buffer_move": ["XF006"], "item": ["XF012"], "nonzero": ["XF012"], "mask": ["XF012"],
     "round_trip_ok": [], "staging_ok": [], "duplicate_ok": [], "host_split_ok": [], "buffer_move_ok": [],
     "item_ok": [], "nonzero_ok": [],
 }
 # run_decompositions() eliminates dead code: the dead `.cpu()` is gone after it.
 DECOMPOSED = {**EXPECTED, "dead_copy": []}
-BYTES = {"dead_copy": 128, "duplicate_peer": 128, "round_trip": 256, "staging": 256, "duplicate": 128, "host_split": 256, "buffer_move": 32}
+BYTES = {"cond_round_trip": 256, "dead_copy": 128, "duplicate_peer": 128, "round_trip": 256, "staging": 256, "duplicate": 128, "host_split": 256, "buffer_move": 32}
 
 
 def _summary(findings):

@@ -5,8 +5,9 @@ CONSTANT node per graph input (the signature says which: parameters, buffers, li
 constants), one node per graph node in order, values named as the FX nodes are. Devices,
 dtypes and sizes come from `tensor_values`; source lines from each node's `stack_trace`.
 `.to()` ops (`aten._to_copy`, `aten.to.*`) and cross-device `aten.copy_` are classified
-by `xferlint.frontends.aten` exactly as for ExportedPrograms. Higher-order operators
-(cond, map, while_loop) are not inlined yet: they read as UNKNOWN (strict mode refuses).
+by `xferlint.frontends.aten` exactly as for ExportedPrograms. `cond` bodies are
+inlined as the graph frontend inlines them (MOVE nodes bind and merge); other higher-order
+operators (map, scan, while_loop) read as UNKNOWN (strict mode refuses them).
 Every field is type-checked as it is read; a malformed one is a one-line Pt2FormatError.
 """
 
@@ -127,11 +128,18 @@ class _MethodReader:
     nodes: list[Node] = field(default_factory=list)
     values: dict[str, Value] = field(default_factory=dict)
     devices: dict[str, Device] = field(default_factory=dict)
+    scope: str = ""  # "" at the top level, `cond.true_graph_0` inside a body
 
     def add(self, **kwargs: Any) -> Node:
-        node = Node(index=len(self.nodes), **kwargs)
+        node = Node(index=len(self.nodes), scope=self.scope, **kwargs)
         self.nodes.append(node)
         return node
+
+    def _id(self, name: str) -> str:
+        return f"{self.scope}/{name}" if self.scope else name
+
+    def _ids(self, arg: Any, where: str) -> tuple[str, ...]:
+        return tuple(self._id(r) for r in _refs(arg, where))
 
     def read(self) -> MethodView:
         graph = _dict(self.gm.get("graph"), "graph_module.graph")
@@ -155,12 +163,13 @@ class _MethodReader:
         tensors = _dict(graph.get("tensor_values") or {}, "graph.tensor_values")
         for name, meta in tensors.items():
             tensor, device = _tensor_meta(meta, f"tensor_values[{safe_text(name, 60)}]")
-            self.values[name] = Value(id=name, tensor=tensor, declared_device=device)
+            vid = self._id(name)
+            self.values[vid] = Value(id=vid, tensor=tensor, declared_device=device)
             if device is not None:
-                self.devices[name] = device
+                self.devices[vid] = device
         for key in ("sym_int_values", "sym_float_values", "sym_bool_values", "custom_obj_values"):
             for name in _dict(graph.get(key) or {}, f"graph.{key}"):
-                self.values.setdefault(name, Value(id=name))
+                self.values.setdefault(self._id(name), Value(id=self._id(name)))
 
     def _signature(self) -> tuple[dict[str, tuple[str, Optional[str]]], set[str]]:
         sig = _dict(self.gm.get("signature") or {}, "graph_module.signature")
@@ -201,15 +210,15 @@ class _MethodReader:
         for k, inp in enumerate(_list(node.get("inputs"), f"{where}.inputs")):
             inp = _dict(inp, f"{where}.inputs[{k}]")
             args.append((inp.get("name") if isinstance(inp.get("name"), str) else None, inp.get("arg")))
-        operands = tuple(r for n, a in args if n != "out" for r in _refs(a, f"{where}.inputs"))
+        operands = tuple(r for n, a in args if n != "out" for r in self._ids(a, f"{where}.inputs"))
         outputs = tuple(r for k, o in enumerate(_list(node.get("outputs"), f"{where}.outputs"))
-                        for r in _refs(o, f"{where}.outputs[{k}]"))
+                        for r in self._ids(o, f"{where}.outputs[{k}]"))
         for vid in operands + outputs:
             self.values.setdefault(vid, Value(id=vid))
         name = node.get("name") if isinstance(node.get("name"), str) else (outputs[0] if outputs else where)
         metadata = node.get("metadata") if isinstance(node.get("metadata"), dict) else {}
         trace = metadata.get("stack_trace")
-        common = dict(name=safe_text(name), target=safe_text(target[len("torch.ops."):] if sname else target),
+        common = dict(name=self._id(safe_text(name)), target=safe_text(target[len("torch.ops."):] if sname else target),
                       outputs=outputs, location=location_from_stack_trace(trace if isinstance(trace, str) else None))
         if sname in TO_DEVICE_OPS or sname == COPY_INTO_OP:
             moved = self._move(sname, args, operands, outputs, where)
@@ -218,7 +227,9 @@ class _MethodReader:
                 self.add(kind=kind, inputs=(source,), device=None if kind == OpKind.D2H else device,
                          mutates=sname == COPY_INTO_OP, **common)
                 return
-        if sname in ALIAS_OPS:
+        if sname == "higher_order::cond":
+            self._cond(args, operands, outputs, common, where)
+        elif sname in ALIAS_OPS:
             self.add(kind=OpKind.ALIAS, inputs=operands[:1], **common)
         elif sname.startswith("higher_order::") or not (sname or target.startswith(_HOST_SCALAR_PREFIXES)):
             if self.strict:
@@ -229,6 +240,37 @@ class _MethodReader:
             op = sname.split("::")[-1]
             mutates = (op.endswith("_") and not op.endswith("__")) or overload == "out"
             self.add(kind=OpKind.COMPUTE, inputs=operands, mutates=mutates, **common)
+
+    def _cond(self, args, operands, outputs, common, where) -> None:
+        """`cond(pred, true_graph, false_graph, operands)`: a CONTROL node reading the
+        predicate and operands, each branch inlined with its inputs bound to the operands
+        (MOVE `bind`) and its results moved into the cond's outputs (MOVE `merge`), as the
+        graph frontend reads it."""
+        self.add(kind=OpKind.CONTROL, inputs=operands, **{**common, "outputs": outputs})
+        bound = operands[1:]
+        for k, (_, arg) in enumerate(args):
+            body = arg.get("as_graph") if isinstance(arg, dict) else None
+            if not isinstance(body, dict):
+                continue
+            label = safe_text(body.get("name") or f"graph_{k}", 60)
+            child = _MethodReader(self.gm, self.strict, self.nodes, self.values, self.devices,
+                                  scope=f"{common['name']}.{label}")
+            results = child.body(_dict(body.get("graph"), f"{where}.{label}"), bound, f"{where}.{label}")
+            for src, dst in zip(results, outputs):
+                self.add(name=f"{common['name']}:merge", kind=OpKind.MOVE, target="merge", inputs=(src,),
+                         outputs=(dst,), location=common["location"])
+
+    def body(self, graph: dict[str, Any], bound: tuple[str, ...], where: str) -> list[str]:
+        """Read a control-flow body; returns the value ids of its outputs."""
+        self._values(graph)
+        for i, arg in enumerate(_list(graph.get("inputs"), f"{where}.inputs")):
+            for vid in self._ids(arg, f"{where}.inputs[{i}]"):
+                self.values.setdefault(vid, Value(id=vid))
+                self.add(name=vid, kind=OpKind.MOVE, target="bind", inputs=bound[i:i + 1], outputs=(vid,))
+        for i, node in enumerate(_list(graph.get("nodes"), f"{where}.nodes")):
+            self._node(_dict(node, f"{where}.nodes[{i}]"), f"{where}.nodes[{i}]")
+        return [vid for i, arg in enumerate(_list(graph.get("outputs"), f"{where}.outputs"))
+                for vid in self._ids(arg, f"{where}.outputs[{i}]")]
 
     def _move(self, sname, args, operands, outputs, where) -> Optional[tuple[OpKind, str, Device]]:
         """(kind, moved value, target device) of a `.to()` or cross-device `copy_`."""
