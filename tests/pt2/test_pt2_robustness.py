@@ -68,6 +68,8 @@ CASES = {
     "node without target": (_rewrite(lambda m: _nodes(m)[0].pop("target")), "without a target"),
     "bad device": (_rewrite(lambda m: m["graph_module"]["graph"]["tensor_values"]["x"].update(
         device={"type": 3, "index": -1})), "bad device"),
+    "int in a tensor list": (_rewrite(lambda m: _nodes(m)[0]["inputs"][0].update(arg={"as_tensors": [3]})),
+                             "without a name"),
     "nameless ref": (_rewrite(lambda m: _nodes(m)[0]["inputs"][0].update(arg={"as_tensor": {}})),
                      "without a name"),
 }
@@ -109,3 +111,39 @@ def test_cli_reports_each_bad_input_and_lints_the_rest(tmp_path):
     assert [f["code"] for f in report["findings"]] == ["XF001"]
     assert len(report["errors"]) == 1 and "schema version 9.0" in report["errors"][0]["message"]
     assert not [p for p in os.listdir(tmp_path) if p != "bad.pt2"]  # no stray file
+
+
+def _paths(obj, prefix=()):
+    yield prefix
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _paths(v, prefix + (k,))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            yield from _paths(v, prefix + (i,))
+
+
+def test_mutated_model_json_never_escapes_as_another_error():
+    """Every field of a real model JSON replaced, in turn, by values of the wrong type:
+    the reader either reads it or raises one Pt2FormatError line (no TypeError, KeyError)."""
+    import random
+
+    with zipfile.ZipFile(io.BytesIO(_good())) as zf:
+        base = json.loads(zf.read("round_trip/models/model.json"))
+    paths = [p for p in _paths(base) if p]
+    junk = [None, 5, -1, "x", [], {}, [1], {"as_tensor": 3}, {"name": None}, [{"as_tensor": {}}], True, 1.5]
+    rng = random.Random(0)
+    for path in rng.sample(paths, min(400, len(paths))):
+        value = rng.choice(junk)
+
+        def edit(model, path=path, value=value):
+            target = model
+            for key in path[:-1]:
+                target = target[key]
+            target[path[-1]] = value
+
+        data = _rewrite(edit)
+        try:
+            load_pt2_bytes(data, label="m.pt2")
+        except Pt2FormatError as exc:
+            assert "\n" not in str(exc) and str(exc).startswith("m.pt2: ")

@@ -100,7 +100,10 @@ def _refs(arg: Any, where: str) -> Iterator[str]:
             yield _name(body, where)
         elif key in ("as_tensors", "as_optional_tensors"):
             for item in _list(body, where):
-                yield from _refs(item, where) if "as_tensor" in item or "as_none" in item else (_name(item, where),)
+                if isinstance(item, dict) and ("as_tensor" in item or "as_none" in item):
+                    yield from _refs(item, where)  # an optional tensor
+                else:
+                    yield _name(item, where)
         elif key == "as_optional_tensor":
             yield from _refs(body, where)
         elif key in _SYM_KEYS or key in ("as_sym_ints", "as_sym_floats", "as_sym_bools"):
