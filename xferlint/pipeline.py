@@ -92,10 +92,19 @@ def load_pte(entry: EntryPoint, strict: bool = False, source_map: Optional[dict]
         return load_pte_file(entry.file, label=entry.label, strict=strict, source_map=source_map)
 
 
+def load_pt2(entry: EntryPoint, strict: bool = False) -> LoadedProgram:
+    from xferlint.frontends.pt2.view import load_pt2_file  # the torch-free frontend
+
+    with collector_paused():
+        return load_pt2_file(entry.file, label=entry.label, strict=strict)
+
+
 def load_entry(entry: EntryPoint, strict: bool = False, source_map: Optional[dict] = None) -> list[LoadedProgram]:
-    """Every program one expanded input holds (a `.pte` file holds one)."""
+    """Every program one expanded input holds (a `.pte` or `.pt2` file holds one)."""
     if entry.is_pte:
         return [load_pte(entry, strict, source_map)]
+    if entry.is_pt2:
+        return [load_pt2(entry, strict)]
     return [load_program(p, strict) for p in load_entry_point(entry)]
 
 

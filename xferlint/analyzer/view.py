@@ -145,7 +145,7 @@ class ProgramView:
 
     input: str  # the input as the user named it (`model.py:program`, `m.pte`)
     name: str  # the program's name (dict key for a dict of programs, else the attribute)
-    kind: str  # "graph" or "pte"
+    kind: str  # "graph", "pte" or "pt2"
     methods: tuple[MethodView, ...] = ()
     file: Optional[str] = None  # the file the program was read from, when there is one
     notes: tuple[str, ...] = field(default=())  # what the frontend did (materialized copies)

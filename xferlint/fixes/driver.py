@@ -18,11 +18,15 @@ from xferlint.fixes.plan import finding_key
 from xferlint.pipeline import CheckRun, load_entry
 from xferlint.rules.base import Rule
 
+PT2_NOT_FIXED = "xferlint does not rewrite .pt2 archives yet (report only)"
+
 
 def fix_loaded(loaded: LoadedProgram, rules: Sequence[Rule], *, unsafe_fixes: bool = False, strict: bool = False):
     """Fix a program a frontend loaded. Raises FixError when it cannot be fixed at all."""
     view = loaded.view
     origin = ProgramView(input=view.input, name=view.name, kind=view.kind, file=view.file)
+    if view.kind == "pt2":
+        raise FixError(f"{view.input}: {PT2_NOT_FIXED}")
     if view.kind == "pte":
         from xferlint.fixes.pte import fix_pte
 
@@ -102,6 +106,8 @@ def settle_fixability(run: CheckRun, rules: Sequence[Rule], *, unsafe_fixes: boo
                 result = fix_loaded(loaded, rules, unsafe_fixes=unsafe_fixes, strict=strict)
                 tried[id(loaded)] = result
                 refused = _refusals(result)
+            elif view.kind == "pt2":
+                refused = {finding_key(f): PT2_NOT_FIXED for f in mine}
             elif loaded.native is None:
                 refused = {finding_key(f): "a hand-built ProgramView has no program behind it to fix" for f in mine}
             else:

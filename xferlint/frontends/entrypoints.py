@@ -1,7 +1,7 @@
 """Entry points: `file.py`, `file.py:attr`, `pkg.mod:attr` and directories.
 
 A directory is searched recursively for `.py` files whose top level defines `program`
-(decided by parsing each file, never by importing it) and for `.pte` files. Loading an
+(decided by parsing each file, never by importing it) and for `.pte` and `.pt2` files. Loading an
 entry point runs the user's code; everything it prints goes to stderr so that JSON and
 SARIF on stdout stay clean. Whatever goes wrong becomes an InputError with one line that
 names the input and the problem.
@@ -27,7 +27,7 @@ from xferlint.frontends.discovery import Discovery, walk
 from xferlint.frontends.known_failures import explain as _known_failure
 
 PROGRAM_ATTR = "program"
-PROGRAM_SUFFIXES = (".pte",)
+PROGRAM_SUFFIXES = (".pte", ".pt2")  # program files read without importing anything
 _KEYED = re.compile(r"^(.+)\[([^\[\]]+)\]$")
 _EXPECTED = (
     "an ExportedProgram, EdgeProgramManager or ExecutorchProgramManager, a dict of them by name, "
@@ -39,8 +39,8 @@ _EXPECTED = (
 class EntryPoint:
     """One input as the user named it, resolved to a file or a module."""
 
-    label: str  # as shown in output: `model.py:program`, `pkg.mod:attr`, `m.pte`
-    file: Optional[str] = None  # a .py or .pte path
+    label: str  # as shown in output: `model.py:program`, `pkg.mod:attr`, `m.pte`, `m.pt2`
+    file: Optional[str] = None  # a .py, .pte or .pt2 path
     module: Optional[str] = None  # a dotted module name
     attr: str = PROGRAM_ATTR
     key: Optional[str] = None  # one program of a dict of programs (`model.py:program[edge]`)
@@ -48,6 +48,15 @@ class EntryPoint:
     @property
     def is_pte(self) -> bool:
         return self.file is not None and self.file.endswith(".pte")
+
+    @property
+    def is_pt2(self) -> bool:
+        return self.file is not None and self.file.endswith(".pt2")
+
+    @property
+    def is_program_file(self) -> bool:
+        """A serialized program (`.pte`, `.pt2`), not Python to import."""
+        return self.file is not None and self.file.endswith(PROGRAM_SUFFIXES)
 
 
 @dataclass(frozen=True)
@@ -118,26 +127,26 @@ def expand(spec: str, discovery: Optional[Discovery] = None) -> list[EntryPoint]
     if os.path.isdir(spec):
         found = [EntryPoint(label=_display(p), file=p) for p in walk(spec, _is_candidate, discovery)]
         if not found:
-            raise InputError(f"{spec}: no entry points found (no .py file defines a top-level `program`, no .pte; "
+            raise InputError(f"{spec}: no entry points found (no .py file defines a top-level `program`, no .pte or .pt2; "
                              "test folders, hidden and git-ignored files are skipped)")
         return [_with_attr(e) for e in found]
     spec, key = _split_key(spec)
     if key is not None:
-        if spec.endswith(".pte"):
-            raise InputError(f"{spec}[{key}]: a .pte file holds one program; name the file alone")
+        if spec.endswith(PROGRAM_SUFFIXES):
+            raise InputError(f"{spec}[{key}]: a {os.path.splitext(spec)[1]} file holds one program; name the file alone")
         return [replace(e, key=key, label=f"{e.label}[{key}]") for e in expand(spec, discovery)]
     base, attr = _split_attr(spec)
-    if base.endswith((".py", ".pte")) or os.sep in base or os.path.exists(base):
+    if base.endswith((".py",) + PROGRAM_SUFFIXES) or os.sep in base or os.path.exists(base):
         if not os.path.exists(base):
             raise InputError(f"{spec}: no such file")
         if os.path.isdir(base):
             raise InputError(f"{spec}: a directory cannot take an attribute")
-        if base.endswith(".pte"):
+        if base.endswith(PROGRAM_SUFFIXES):
             if attr:
-                raise InputError(f"{spec}: a .pte file has no attributes")
+                raise InputError(f"{spec}: a {os.path.splitext(base)[1]} file has no attributes")
             return [EntryPoint(label=spec, file=base)]
         if not base.endswith(".py"):
-            raise InputError(f"{spec}: not a Python file, .pte or directory")
+            raise InputError(f"{spec}: not a Python file, .pte, .pt2 or directory")
         return [EntryPoint(label=spec if attr else f"{spec}:{PROGRAM_ATTR}", file=base, attr=attr or PROGRAM_ATTR)]
     if not all(part.isidentifier() for part in base.split(".")):
         raise InputError(f"{spec}: no such file, and not a `package.module:attr` entry point")
@@ -145,7 +154,7 @@ def expand(spec: str, discovery: Optional[Discovery] = None) -> list[EntryPoint]
 
 
 def _with_attr(entry: EntryPoint) -> EntryPoint:
-    if entry.is_pte:
+    if entry.is_program_file:
         return entry
     return EntryPoint(label=f"{entry.label}:{entry.attr}", file=entry.file, attr=entry.attr)
 

@@ -34,15 +34,14 @@ from xferlint.analyzer.view import (
 )
 from xferlint.errors import InputError, UnmodelledOpError
 from xferlint.frontends import LoadedProgram
+from xferlint.frontends.aten import ALIAS_OPS, COPY_INTO_OP, IGNORED_OPS, TO_DEVICE_OPS, transfer_kind
 from xferlint.frontends.source import location_from_stack_trace
 
 H2D_OP = "et_copy::_h2d_copy"
 D2H_OP = "et_copy::_d2h_copy"
 TARGET_DEVICE_KEY = "target_device"
-_TO_DEVICE_OPS = frozenset(
-    {"aten::_to_copy", "aten::to", "dim_order_ops::_to_dim_order_copy", "aten::_to_dim_order_copy"}
-)
-_ALIAS_OPS = frozenset({"aten::alias", "aten::view", "aten::_unsafe_view", "executorch_prim::et_view"})
+_TO_DEVICE_OPS = TO_DEVICE_OPS
+_ALIAS_OPS = ALIAS_OPS
 # Python-level callables that appear in exported graphs and compute on host scalars.
 _SCALAR_BUILTINS = frozenset(
     getattr(operator, name)
@@ -101,6 +100,14 @@ def _device_of_spec(spec: Any) -> Optional[Device]:
         return Device(name.lower(), int(getattr(spec, "device_index", 0) or 0))
     if isinstance(device, torch.device):
         return Device(device.type, device.index or 0)
+    return None
+
+
+def _meta_device(node: Any) -> Optional[Device]:
+    """The device the traced metadata (`meta["val"]`) puts a node's result on."""
+    val = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+    if isinstance(val, torch.Tensor):
+        return Device(val.device.type, val.device.index or 0)
     return None
 
 
@@ -427,15 +434,37 @@ class _GraphReader:
         target = node.target
         outs = _out_arg_names(target)
         args = list(node.args) + [v for k, v in node.kwargs.items() if k not in outs]
+        if sname in IGNORED_OPS:
+            return None
         inputs = self._operands(args)
         outputs = self._declare(node)
-        if sname in _TO_DEVICE_OPS and node.kwargs.get("device") is not None:
-            dev = torch.device(node.kwargs["device"])
-            self._emit(node, OpKind.TO_DEVICE, inputs, outputs, device=Device(dev.type, dev.index or 0))
+        target_device = self._to_target(node, sname)
+        if target_device is not None:
+            source = node.args[0] if node.args else node.kwargs.get("self")
+            if sname == COPY_INTO_OP and len(node.args) > 1:  # dst.copy_(src): src moves into dst
+                source = node.args[1]
+                inputs = self._operands([source])
+            kind = transfer_kind(_meta_device(source), target_device)
+            self._emit(node, kind, inputs[:1], outputs, device=None if kind == OpKind.D2H else target_device,
+                       mutates=sname == COPY_INTO_OP)
         elif sname in _ALIAS_OPS:
             self._emit(node, OpKind.ALIAS, inputs[:1], outputs)
         else:
             self._emit(node, OpKind.COMPUTE, inputs, outputs, mutates=_mutates(target))
+
+    def _to_target(self, node, sname: str) -> Optional[Device]:
+        """The device a `.to()` (or a cross-device `copy_`) moves its operand to: the
+        `device` argument, else the result's metadata device; None for other ops."""
+        if sname in _TO_DEVICE_OPS:
+            if node.kwargs.get("device") is not None:
+                dev = torch.device(node.kwargs["device"])
+                return Device(dev.type, dev.index or 0)
+            found = _meta_device(node)
+            return found if sname == "aten::to" else None
+        if sname == COPY_INTO_OP and len(node.args) > 1:
+            dst, src = _meta_device(node.args[0]), _meta_device(node.args[1])
+            return dst if dst is not None and src is not None and dst != src else None
+        return None
 
     # control flow --------------------------------------------------------------
     def _body(self, attr_node: Any, name: str, bindings: list[tuple[str, ...]]) -> tuple[str, list[Optional[str]]]:

@@ -6,6 +6,7 @@ the innermost one that is not inside torch, executorch or xferlint itself.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 from functools import lru_cache
@@ -21,18 +22,23 @@ _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>[^
 def _library_roots() -> tuple[str, ...]:
     roots = [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]  # xferlint
     for name in ("torch", "executorch", "torchao", "functorch"):
-        try:
-            module = __import__(name)
-        except Exception:  # noqa: BLE001 - a library that is not installed has no frames
-            continue
-        for path in getattr(module, "__path__", []) or []:
+        try:  # find_spec locates a top-level package without importing it (torch-free readers)
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            spec = None
+        for path in (spec.submodule_search_locations or []) if spec is not None else []:
             roots.append(os.path.abspath(path))
     return tuple(root.rstrip(os.sep) + os.sep for root in roots)
 
 
+# Library frames of a program saved on another machine (a `.pt2` carries its stack traces).
+_LIBRARY_MARKERS = ("/site-packages/", "/dist-packages/")
+
+
 def _is_library(path: str) -> bool:
     absolute = os.path.abspath(path)
-    return absolute.startswith(_library_roots()) or path.startswith("<")
+    return absolute.startswith(_library_roots()) or path.startswith("<") or any(
+        m in path.replace(os.sep, "/") for m in _LIBRARY_MARKERS)
 
 
 def _column(path: str, line: int, code: Optional[str]) -> int:

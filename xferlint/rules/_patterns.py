@@ -68,3 +68,9 @@ def tick(name: str) -> str:
     """A node or value name as a message shows it."""
     return f"`{name}`"
 
+
+
+def is_aten_copy(node: Node) -> bool:
+    """A copy written as `.to()` in torch.export ATen (`aten._to_copy`, `aten.to.*`,
+    `aten.copy_`), not an ExecuTorch `et_copy` op: its advice is model code, not lowering."""
+    return node.target.startswith("aten.")

@@ -9,7 +9,7 @@ from typing import Optional
 from xferlint.analyzer.facts import DeviceFacts
 from xferlint.analyzer.lattice import CPU
 from xferlint.analyzer.view import Node, OpKind
-from xferlint.rules._patterns import tick
+from xferlint.rules._patterns import is_aten_copy, tick
 from xferlint.rules.base import Example, Rule, RuleContext, format_bytes
 
 # Nodes whose result is fixed when all their operands are: computed on host, no effects.
@@ -175,9 +175,11 @@ class ConstantTransfer(Rule):
             what = names[0] if len(names) == 1 else ", ".join(names)
             message = (
                 f"{tick(h2d.name)} copies {what} ({format_bytes(nbytes)}) from host to {h2d.device}{target} "
-                f"on every call, though its bytes never change. Let the delegate own it: call "
-                f"`tag_constant_data(exported_program)` in the partitioner so it is lowered into the "
-                f"delegate and uploaded once."
+                f"on every call, though its bytes never change. " + (
+                    f"Register it on {h2d.device} (move the module with `.to()` after creating it), or move "
+                    f"it once in `__init__`, not in `forward`." if is_aten_copy(h2d) else
+                    "Let the delegate own it: call `tag_constant_data(exported_program)` in the partitioner "
+                    "so it is lowered into the delegate and uploaded once.")
             )
             anchor = consumers[0] if consumers else h2d
         else:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from xferlint.rules._patterns import round_trips, tick
+from xferlint.rules._patterns import is_aten_copy, round_trips, tick
 from xferlint.rules.base import Example, Rule, format_bytes
 
 
@@ -63,7 +63,9 @@ class CrossDeviceStaging(Rule):
                 f"{tick(trip.value)} moves from {trip.source} to {trip.target} through host memory"
                 f"{target}: {tick(trip.d2h.name)} copies {format_bytes(nbytes)} to host and "
                 f"{tick(trip.h2d.name)} copies them on to {trip.target}, twice across the bus per call. "
-                f"ExecuTorch has no device-to-device copy; if both partitions can run on one device, "
-                f"give them the same target_device."
+                + (f"torch copies device to device: move it with one `.to(\"{trip.target}\")`, not through "
+                   f"`.cpu()`." if is_aten_copy(trip.h2d) else
+                   "ExecuTorch has no device-to-device copy; if both partitions can run on one device, "
+                   "give them the same target_device.")
             )
             yield ctx.finding(self, message, trip.path(), anchor=trip.producer or trip.h2d, copies=[trip.d2h, trip.h2d])

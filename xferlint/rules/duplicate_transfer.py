@@ -31,8 +31,9 @@ class DuplicateCopy:
 
 
 def copy_target(node: Node) -> Optional[Device]:
-    """Where a copy node puts its result: the H2D's device, host for a D2H."""
-    if node.kind == OpKind.H2D:
+    """Where a copy node puts its result: the H2D's (or a device-to-device `.to()`'s)
+    device, host for a D2H."""
+    if node.kind in (OpKind.H2D, OpKind.TO_DEVICE):
         return node.device
     if node.kind == OpKind.D2H:
         return CPU

@@ -11,7 +11,7 @@ not a program, or is cut short, gets one line saying so. The layout follows
 import re
 from typing import NamedTuple, Optional
 
-from xferlint.errors import InputError
+from xferlint.frontends.bounded import FormatError
 
 FILE_IDENTIFIER = b"ET12"
 HEADER_MAGIC = b"eh00"
@@ -23,7 +23,7 @@ _OTHER_FILES = (
 )
 
 
-class PteFormatError(InputError):
+class PteFormatError(FormatError):
     """A `.pte` that is not a readable ExecuTorch program (wrong kind of file, truncated,
     corrupt). The message is one line that names the input and what is wrong."""
 

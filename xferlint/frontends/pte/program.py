@@ -16,11 +16,11 @@ not overlap vectors), and anything the generated accessors raise on garbage beco
 import struct
 from typing import Any, NamedTuple, Optional
 
+from xferlint.frontends.bounded import MAX_TEXT, safe_text
 from xferlint.frontends.pte.container import Container, PteFormatError, parse_container
 from xferlint.frontends.pte.schema import generated
 
 MAX_RANK = 64  # ExecuTorch's runtime allows 16; anything far above is corruption
-MAX_TEXT = 200  # longer names are cut in messages
 
 # EValue kinds (KernelTypes union tags)
 NULL, INT, BOOL, DOUBLE, TENSOR, STRING, INT_LIST, DOUBLE_LIST, BOOL_LIST, TENSOR_LIST, OPT_TENSOR_LIST = range(1, 12)
@@ -179,12 +179,7 @@ class _Decoder:
         self.budget -= len(raw) + 1
         if self.budget < 0:
             raise PteFormatError(f"corrupt flatbuffer: {self.where}: strings overlap beyond the file's size")
-        text = bytes(raw).decode("utf-8", errors="replace") if isinstance(raw, (bytes, bytearray)) else str(raw)
-        if len(text) > MAX_TEXT:
-            text = text[:MAX_TEXT] + "..."
-        if not text.isprintable():
-            text = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text)
-        return text
+        return safe_text(raw, MAX_TEXT)
 
     # -- program --------------------------------------------------------------------
     def program(self) -> PteProgram:

@@ -44,7 +44,7 @@ from xferlint.analyzer.view import (
     TensorMeta,
     Value,
 )
-from xferlint.errors import InputError
+from xferlint.frontends.bounded import MAX_FILE_BYTES
 from xferlint.frontends import LoadedProgram
 from xferlint.frontends.pte import program as pp
 from xferlint.frontends.files import read_input
@@ -55,7 +55,6 @@ D2H_OP = "et_copy::_d2h_copy"
 TARGET_DEVICE_KEY = "target_device"
 _ALIAS_OPS = frozenset({"executorch_prim::et_view", "aten::alias"})
 _COPY_INDEX_OP = "executorch_prim::et_copy_index"
-MAX_FILE_BYTES = 1 << 34  # 16 GiB: a larger "program" is not one xferlint can read whole
 
 
 def value_id(index: int) -> str:

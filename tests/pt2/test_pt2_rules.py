@@ -1,0 +1,83 @@
+"""The rules on torch.export ATen programs: `.pt2` files read torch-free and the same
+ExportedPrograms given in-process find the same anti-patterns, at the same lines, with
+the same bytes; negative twins are clean."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from xferlint.api import lint
+from xferlint.frontends.pt2.view import load_pt2_file
+from xferlint.testing.aten import JSON_EDITED, export
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+EXPECTED = {
+    "round_trip": ["XF001"], "staging": ["XF002"], "dead_copy": ["XF003"], "dead_copy_ok": [],
+    "duplicate_peer": ["XF004"], "cond_round_trip": ["XF001"], "duplicate": ["XF004"], "host_split": ["XF005"],
+    "buffer_move": ["XF006"], "item": ["XF012"], "nonzero": ["XF012"], "mask": ["XF012"],
+    "round_trip_ok": [], "staging_ok": [], "duplicate_ok": [], "host_split_ok": [], "buffer_move_ok": [],
+    "item_ok": [], "nonzero_ok": [],
+}
+# run_decompositions() eliminates dead code: the dead `.cpu()` is gone after it.
+DECOMPOSED = {**EXPECTED, "dead_copy": []}
+BYTES = {"cond_round_trip": 256, "dead_copy": 128, "duplicate_peer": 128, "round_trip": 256, "staging": 256, "duplicate": 128, "host_split": 256, "buffer_move": 32}
+
+
+def _summary(findings):
+    return sorted((f.code, f.bytes, f.location.line if f.location else None) for f in findings)
+
+
+@pytest.mark.parametrize("decomposed", [False, True], ids=["training", "decomposed"])
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_pt2_findings(pt2_file, name, decomposed):
+    findings = lint(load_pt2_file(pt2_file(name, decomposed)).view)
+    expected = (DECOMPOSED if decomposed else EXPECTED)[name]
+    assert sorted(f.code for f in findings) == expected
+    for f in findings:
+        assert f.location is not None and f.location.file.endswith("aten_models.py")
+    if name in BYTES and expected:
+        assert [f.bytes for f in findings] == [BYTES[name]]
+
+
+@pytest.mark.parametrize("decomposed", [False, True], ids=["training", "decomposed"])
+@pytest.mark.parametrize("name", sorted(n for n in EXPECTED if n not in JSON_EDITED))
+def test_exported_program_matches_pt2(pt2_file, name, decomposed):
+    """The entry-point ExportedProgram and its saved .pt2 give the same findings."""
+    in_process = lint(export(name, decomposed))
+    from_file = lint(load_pt2_file(pt2_file(name, decomposed)).view)
+    assert _summary(in_process) == _summary(from_file)
+    assert sorted(f.code for f in in_process) == (DECOMPOSED if decomposed else EXPECTED)[name]
+
+
+def test_pt2_check_never_imports_torch(pt2_dir):
+    script = (
+        "import sys\n"
+        "from xferlint.pipeline import check_paths\n"
+        "from xferlint.rules.base import all_rules\n"
+        f"run = check_paths([{pt2_dir!r}], [r() for r in all_rules()])\n"
+        "assert not run.errors, run.errors\n"
+        "print(len(run.findings))\n"
+        "sys.exit(0 if 'torch' not in sys.modules else 99)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert int(done.stdout.split()[-1]) == sum(len(v) for v in EXPECTED.values()) + sum(
+        len(v) for v in DECOMPOSED.values())
+
+
+def test_bundled_samples_are_current(pt2_dir):
+    """sample_models/pt2 holds the training-IR exports the builder writes today (same graph)."""
+    import zipfile
+
+    bundled = os.path.join(REPO, "sample_models", "pt2")
+    for name in EXPECTED:
+        def graph(path):
+            with zipfile.ZipFile(path) as zf:
+                model = json.loads(zf.read(next(n for n in zf.namelist() if n.endswith("models/model.json"))))
+            return [n["target"] for n in model["graph_module"]["graph"]["nodes"]]
+        assert graph(os.path.join(bundled, f"{name}.pt2")) == graph(os.path.join(pt2_dir, f"{name}.pt2")), name
