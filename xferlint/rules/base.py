@@ -9,6 +9,8 @@ only the view and the DeviceFacts; they never touch native graphs. Each rule car
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import importlib
 import os
 import pkgutil
@@ -163,7 +165,7 @@ def format_bytes(nbytes: Optional[int]) -> str:
     # integer arithmetic to the end: a byte count can exceed what a float holds
     for power, unit in enumerate(("KiB", "MiB", "GiB", "TiB", "PiB", "EiB"), start=1):
         if nbytes < 1024 ** (power + 1) or unit == "EiB":
-            tenths = (nbytes * 10 + 1024**power // 2) // 1024**power
+            tenths = round(Fraction(nbytes * 10, 1024**power))  # half to even, as '%.1f' rounds
             if tenths >= 10240 and unit != "EiB":
                 continue  # rounds up to the next unit
             return f"{tenths // 10}.{tenths % 10} {unit}"
