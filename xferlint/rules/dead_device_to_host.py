@@ -82,7 +82,7 @@ class DeadDeviceToHost(Rule):
             nbytes = facts.nbytes(out) or facts.nbytes(source)
             message = (
                 f"{tick(node.name)} copies {tick(source or '?')} ({format_bytes(nbytes)}){where} to host on "
-                f"every call, but {why}. Remove the copy (`xferlint fix` does), or run dead-code "
+                f"every call, but {why}. Remove the copy, or run dead-code "
                 f"elimination after the pass that rewired its users."
             )
             producer = facts.writer(source)

@@ -207,7 +207,7 @@ class DuplicateTransfer(Rule):
             consumer = f" for {ctx.describe(consumers[0])}" if consumers else ""
             fix = applicability(facts, dup)
             advice = (
-                f"Reuse {tick(dup.first.name)} (`xferlint fix` does)"
+                f"Reuse {tick(dup.first.name)}"
                 if fix == Applicability.SAFE
                 else f"Reuse {tick(dup.first.name)} (`xferlint fix --unsafe-fixes`: the duplicate is a method output)"
                 if fix == Applicability.UNSAFE

@@ -111,7 +111,7 @@ class RedundantRoundTrip(Rule):
                 f"{tick(trip.value)} already lives on {trip.source}, but {tick(trip.d2h.name)} copies it "
                 f"to host and {tick(trip.h2d.name)} copies it straight back to {trip.target}{target}: "
                 f"{format_bytes(ctx.facts.nbytes(trip.value))} cross the bus twice per call for nothing. "
-                f"Feed {tick(trip.value)} to the consumer directly (`xferlint fix` does; {d2h_fate})."
+                f"Feed {tick(trip.value)} to the consumer directly ({d2h_fate})."
             )
             yield ctx.finding(self, message, trip.path(), anchor=trip.producer or trip.h2d,
                               copies=[trip.d2h, trip.h2d], removes=_removed(ctx.facts, trip, cache))
