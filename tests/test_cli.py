@@ -547,3 +547,31 @@ def test_output_to_a_fifo_without_reader_is_an_error_not_a_hang(capfd, in_ws, tm
     os.mkfifo(fifo)
     code, _, err = _check(capfd, "roundtrip.py", "-o", str(fifo), "--isolated")
     assert code == 2 and "a FIFO with no reader" in err
+
+
+@pytest.mark.parametrize("comment, kept", [
+    ("# xferlint: noqa: XF001", False),
+    ("# noqa: E501, XF001", False),
+    ("# xferlint: noqa", False),
+    ("# xferlint: noqa: XF004", True),
+    ("# noqa", True),  # a bare noqa belongs to other tools
+    ("# noqa: E501", True),
+])
+def test_suppression_comments_on_the_finding_line(capfd, tmp_path, comment, kept):
+    source = MODEL.format(devices='["cuda:0", "cuda:0"]', extra=", elide=False").replace(
+        "# SOURCE-LINE", comment) + "program = build()\n"
+    (tmp_path / "model.py").write_text(source)
+    code, out, err = _check(capfd, str(tmp_path / "model.py"), "--format", "json", "--isolated", "--select", "XF001")
+    report = json.loads(out)
+    assert [f["code"] for f in report["findings"]] == (["XF001"] if kept else []), err
+    assert code == (1 if kept else 0)
+    if not kept:
+        assert report["summary"]["transfers"]["flagged_bytes"] == 0
+
+
+def test_a_file_level_suppression(capfd, tmp_path):
+    source = "# xferlint: noqa-file: XF001\n" + MODEL.format(devices='["cuda:0", "cuda:0"]', extra=", elide=False") \
+        + "program = build()\n"
+    (tmp_path / "model.py").write_text(source)
+    code, out, _ = _check(capfd, str(tmp_path / "model.py"), "--format", "json", "--isolated")
+    assert code == 0 and json.loads(out)["findings"] == []

@@ -24,6 +24,7 @@ from xferlint.frontends.discovery import Discovery
 from xferlint.frontends.entrypoints import EntryPoint, ProgramObject, expand, load_entry_point
 from xferlint.report import Report, build_report
 from xferlint.rules.base import Rule, RuleContext
+from xferlint.suppression import split as split_suppressed
 
 
 @contextlib.contextmanager
@@ -58,6 +59,7 @@ def _analyze(view: ProgramView, rules: Sequence[Rule], transfers: Optional[list[
         mine: list[Finding] = []
         for rule in rules:
             mine.extend(rule.check(ctx))
+        mine, _ = split_suppressed(mine)  # `# xferlint: noqa: XF006` on the finding's line
         findings.extend(mine)
         if transfers is not None:
             transfers.append(method_transfers(view.input, view.name, method, ctx.facts, mine))

@@ -131,3 +131,10 @@ def source_line(path: str, line: int) -> str:
     (not a regular file, too large, unreadable): a location never blocks or exhausts memory."""
     lines = _source_lines(os.path.abspath(path))
     return lines[line - 1] if 0 < line <= len(lines) else ""
+
+
+def source_text(path: str) -> str:
+    """The whole of a source file under the same rules as `source_line` ('' if not had)."""
+    import os as _os
+
+    return "".join(_source_lines(_os.path.abspath(path)))
