@@ -575,3 +575,34 @@ def test_a_file_level_suppression(capfd, tmp_path):
     (tmp_path / "model.py").write_text(source)
     code, out, _ = _check(capfd, str(tmp_path / "model.py"), "--format", "json", "--isolated")
     assert code == 0 and json.loads(out)["findings"] == []
+
+
+def test_a_baseline_accepts_todays_findings_and_fails_on_new_ones(xferlint_exe, tmp_path):
+    """Subprocesses: the model file changes between runs (an in-process run caches it)."""
+    model = tmp_path / "model.py"
+    one = MODEL.format(devices='["cuda:0", "cuda:0"]', extra=", elide=False") + "program = build()\n"
+    model.write_text(one)
+
+    def check(*args):
+        done = _run(xferlint_exe, "check", "model.py", "--isolated", *args, cwd=tmp_path)
+        return done.returncode, done.stdout, done.stderr
+
+    code, _, err = check("--write-baseline", "xferlint-baseline.json")
+    assert code == 0 and "Recorded 1 finding in xferlint-baseline.json" in err
+    assert json.loads((tmp_path / "xferlint-baseline.json").read_text())["entries"][0]["code"] == "XF001"
+    # code moves down: the entry still matches, the gate stays green, nothing is counted
+    model.write_text("# a new header comment\n\n\n" + one)
+    code, out, err = check("--baseline", "xferlint-baseline.json", "--format", "json")
+    assert code == 0 and json.loads(out)["findings"] == [] and "1 finding accepted" in err
+    assert json.loads(out)["summary"]["transfers"]["flagged_bytes"] == 0
+    # a second program with the same finding is new
+    model.write_text(one + "program = {'program': program, 'other': build()}\n")
+    code, out, _ = check("--baseline", "xferlint-baseline.json", "--format", "json")
+    assert code == 1 and [f["program"] for f in json.loads(out)["findings"]] == ["other"]
+    # nothing left to match: stale, pruned on request
+    model.write_text(MODEL.format(devices='["cuda:0", "cuda:0"]', extra="") + "program = build()\n")
+    code, _, err = check("--baseline", "xferlint-baseline.json", "--prune-baseline")
+    assert code == 0 and "pruned 1 stale entry" in err
+    assert json.loads((tmp_path / "xferlint-baseline.json").read_text())["entries"] == []
+    code, _, err = check("--baseline", "missing.json")
+    assert code == 2 and "missing.json: no such file" in err

@@ -97,6 +97,11 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--etrecord", metavar="FILE",
                        help="ETRecord of the .pte inputs (executorch.devtools.generate_etrecord): findings on "
                             "their instructions point at the model source")
+    check.add_argument("--baseline", metavar="FILE",
+                       help="Report only findings FILE does not record (written by --write-baseline)")
+    check.add_argument("--write-baseline", metavar="FILE", help="Record the current findings in FILE and exit 0")
+    check.add_argument("--prune-baseline", action="store_true",
+                       help="With --baseline: drop the entries nothing matches any more from the file")
     check.add_argument("--exclude", action="append", metavar="PATTERNS",
                        help="Comma-separated glob patterns that directory discovery skips, replacing the defaults "
                             "(hidden and test folders, conftest.py, test_*.py, virtual envs, build output)")
@@ -214,6 +219,12 @@ def cmd_check(args: argparse.Namespace) -> int:
         return _check_diff(run, rules, settings, tried, settings.output)
     if args.fix:
         _check_fix(run, rules, settings, tried)
+    if args.prune_baseline and not args.baseline:
+        raise UsageError("--prune-baseline needs --baseline FILE")
+    if args.write_baseline or args.baseline:
+        written = _baseline(run, args)
+        if written:
+            return EXIT_CLEAN if not run.errors else EXIT_ERROR
     report = run.report()
     for error in report.errors:
         print(f"error: {error.message}", file=sys.stderr)
@@ -225,6 +236,46 @@ def cmd_check(args: argparse.Namespace) -> int:
     if report.findings and not settings.exit_zero:
         return EXIT_FINDINGS
     return EXIT_CLEAN
+
+
+def _baseline(run, args) -> bool:
+    """Apply `--baseline` to the run (True: `--write-baseline` wrote a file instead)."""
+    from xferlint import baseline
+
+    path = args.write_baseline or args.baseline
+    root = os.path.dirname(os.path.abspath(path))
+    if args.write_baseline:
+        entries = baseline.entries_of(run.findings, root)
+        _write_file(path, baseline.render(entries))
+        total = sum(e.count for e in entries)
+        print(f"Recorded {total} finding{'s' if total != 1 else ''} in {path}.", file=sys.stderr)
+        return True
+    matched = baseline.apply(run.findings, baseline.read(path), root)
+    new_ids = {id(f) for f in matched.new}
+    for loaded in run.loaded:
+        mine = run.findings_of(loaded.view)
+        if any(id(f) not in new_ids for f in mine):
+            run.replace_findings(loaded.view, [f for f in mine if id(f) in new_ids])
+    if matched.baselined:
+        print(f"note: {len(matched.baselined)} finding{'s' if len(matched.baselined) != 1 else ''} accepted by "
+              f"{path}", file=sys.stderr)
+    if matched.stale and args.prune_baseline:
+        _write_file(path, baseline.render(matched.kept))
+        print(f"note: pruned {len(matched.stale)} stale entr{'ies' if len(matched.stale) != 1 else 'y'} from {path}",
+              file=sys.stderr)
+    elif matched.stale:
+        print(f"note: {len(matched.stale)} entr{'ies' if len(matched.stale) != 1 else 'y'} of {path} no longer match "
+              "(fixed or changed); --prune-baseline drops them", file=sys.stderr)
+    return False
+
+
+def _write_file(path: str, text: str) -> None:
+    from xferlint.fsutil import write_atomic
+
+    try:
+        write_atomic(path, text.encode("utf-8"))
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot write ({exc.strerror or exc})") from None
 
 
 def _check_diff(run, rules, settings, tried, output) -> int:

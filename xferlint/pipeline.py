@@ -120,6 +120,19 @@ class CheckRun:
     inputs: int = 0
     transfers: list[MethodTransfers] = field(default_factory=list)
 
+    def findings_of(self, view: ProgramView) -> list[Finding]:
+        return [f for f in self.findings if f.input == view.input and f.program == view.name]
+
+    def replace_findings(self, view: ProgramView, findings: list[Finding], after: Optional[ProgramView] = None) -> None:
+        """Put `findings` (and the transfer summary of `after`, default `view`) in place of
+        what the run holds for program `view`, so every number agrees with them."""
+        mine = {id(f) for f in self.findings_of(view)}
+        self.findings = [f for f in self.findings if id(f) not in mine] + findings
+        shown = after or view
+        self.transfers = [t for t in self.transfers if (t.input, t.program) != (view.input, view.name)] + [
+            method_transfers(view.input, view.name, m, DeviceFacts.compute(m), findings) for m in shown.methods
+        ]
+
     def report(self) -> Report:
         return build_report(self.findings, self.errors, self.inputs, len(self.loaded), transfers=self.transfers)
 

@@ -6,8 +6,6 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Optional, Sequence
 
-from xferlint.analyzer.facts import DeviceFacts
-from xferlint.analyzer.summary import method_transfers
 from xferlint.analyzer.view import ProgramView
 from xferlint.errors import FixError, UsageError
 from xferlint.frontends import LoadedProgram
@@ -52,7 +50,7 @@ def fix_input(spec: str, rules: Sequence[Rule], *, unsafe_fixes: bool = False, s
 
 
 def _findings_of(run: CheckRun, view: ProgramView) -> list[Finding]:
-    return [f for f in run.findings if f.input == view.input and f.program == view.name]
+    return run.findings_of(view)
 
 
 def _refusals(result) -> dict[tuple, str]:
@@ -80,14 +78,7 @@ def _mark_refused(findings: list[Finding], refused: dict[tuple, str]) -> list[Fi
 
 
 def _replace_program(run: CheckRun, view: ProgramView, findings: list[Finding], after: Optional[ProgramView] = None):
-    """Put `findings` (and the transfer summary of `after`, default `view`) in place of what
-    `run` holds for program `view`."""
-    mine = {id(f) for f in _findings_of(run, view)}
-    run.findings = [f for f in run.findings if id(f) not in mine] + findings
-    shown = after or view
-    run.transfers = [t for t in run.transfers if (t.input, t.program) != (view.input, view.name)] + [
-        method_transfers(view.input, view.name, m, DeviceFacts.compute(m), findings) for m in shown.methods
-    ]
+    run.replace_findings(view, findings, after)
 
 
 def settle_fixability(run: CheckRun, rules: Sequence[Rule], *, unsafe_fixes: bool = False,
