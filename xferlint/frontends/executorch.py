@@ -25,6 +25,7 @@ import torch.fx
 from xferlint.analyzer.lattice import Device
 from xferlint.analyzer.view import (
     DelegateInfo,
+    InnerOp,
     MethodView,
     Node,
     OpKind,
@@ -408,9 +409,12 @@ class _GraphReader:
                     device = Device.parse(text)
                 except ValueError:
                     device = None
-        info = DelegateInfo(backend=str(getattr(lowered, "backend_id", "unknown")), compile_specs=tuple(specs))
+        inputs = self._operands(node.args[1:])
+        ops, readers, writers = _inner_ops(lowered, len(inputs))
+        info = DelegateInfo(backend=str(getattr(lowered, "backend_id", "unknown")), compile_specs=tuple(specs),
+                            ops=ops, input_readers=readers, output_writers=writers)
         outputs = self._declare(node)
-        self._emit(node, OpKind.DELEGATE, self._operands(node.args[1:]), outputs, device=device, delegate=info,
+        self._emit(node, OpKind.DELEGATE, inputs, outputs, device=device, delegate=info,
                    target="executorch_call_delegate")
 
     def _memory(self, node) -> None:
@@ -512,6 +516,42 @@ class _GraphReader:
             if src is not None:
                 self.b.add(name=f"{self._id(node.name)}:loop", kind=OpKind.MOVE, target="loop",
                            inputs=(src,), outputs=(f"{scope}/{ph.name}",), scope=scope)
+
+
+def _inner_ops(lowered: Any, n_inputs: int) -> tuple[tuple[InnerOp, ...], tuple[Optional[int], ...], tuple[Optional[int], ...]]:
+    """The ops a lowered module runs (its original graph), the first op reading each of the
+    call's `n_inputs` operands (its user-input placeholders, in order) and the op producing
+    each result; empty when the module keeps no original graph."""
+    program = getattr(lowered, "original_module", None)
+    graph = getattr(getattr(program, "graph_module", None), "graph", None)
+    if graph is None:
+        return (), (), ()
+    user_inputs = set()
+    signature = getattr(program, "graph_signature", None)
+    for spec in getattr(signature, "input_specs", None) or ():
+        if getattr(spec.kind, "name", "") == "USER_INPUT" and getattr(spec.arg, "name", None):
+            user_inputs.add(spec.arg.name)
+    index: dict[torch.fx.Node, int] = {}
+    ops: list[InnerOp] = []
+    placeholders: list[torch.fx.Node] = []
+    results: list[Any] = []
+    for n in graph.nodes:
+        if n.op == "placeholder" and (not user_inputs or n.name in user_inputs):
+            placeholders.append(n)
+        elif n.op == "call_function" and n.target is not operator.getitem:
+            index[n] = len(ops)
+            ops.append(InnerOp(name=n.name, target=target_name(n.target),
+                               location=location_from_stack_trace(n.meta.get("stack_trace"))))
+        elif n.op == "output":
+            results = _flatten_args(n.args[0] if n.args else ())
+
+    def producer(arg: Any) -> Optional[int]:
+        while isinstance(arg, torch.fx.Node) and arg.target is operator.getitem and arg.args:
+            arg = arg.args[0]
+        return index.get(arg) if isinstance(arg, torch.fx.Node) else None
+
+    readers = tuple(min((index[u] for u in p.users if u in index), default=None) for p in placeholders[:n_inputs])
+    return tuple(ops), readers, tuple(producer(r) for r in results)
 
 
 def _flatten_args(arg: Any) -> list[Any]:

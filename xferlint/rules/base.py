@@ -117,12 +117,15 @@ class RuleContext:
         copies: Sequence[Node] = (),
         removes: Sequence[Node] = (),
         detail: Optional[str] = None,
+        location: Optional[SourceLocation] = None,
     ) -> Finding:
         """A finding of `rule` along `path`. With `copies` (the copy nodes it is about) its
         bytes are theirs, summed (NOTES: one definition of bytes); without, `nbytes` is the
-        tensor at issue. `removes` are the copies its fix deletes; they set `saves_bytes`."""
+        tensor at issue. `removes` are the copies its fix deletes; they set `saves_bytes`.
+        `location` overrides where the finding points (a line inside a delegate)."""
         steps = [self.step(node, role) for node, role in path]
-        location = self.locate(anchor) if anchor is not None else None
+        if location is None and anchor is not None:
+            location = self.locate(anchor)
         if location is None:
             location = next((self.locate(n) for n, _ in path if self.locate(n) is not None), None)
         return Finding(

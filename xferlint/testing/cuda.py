@@ -71,14 +71,47 @@ def install_cuda_stubs() -> None:
     _STUBBED = True
 
 
-def cuda_partitioner(device: Optional[str] = None) -> Any:
-    """ExecuTorch's `CudaPartitioner`; `device` adds a `target_device` spec (default cuda:0)."""
+def cuda_partitioner(device: Optional[str] = None, absorb_mutable_buffers: bool = True) -> Any:
+    """ExecuTorch's `CudaPartitioner`; `device` adds a `target_device` spec (default cuda:0).
+
+    `absorb_mutable_buffers=False` skips its `tag_mutated_buffer` call, as partitioners that
+    do not take mutable state do (TensorRT's): a KV cache then stays a host buffer, copied to
+    the device and written back every call."""
     install_cuda_stubs()
     from executorch.backends.cuda.cuda_partitioner import CudaPartitioner
     from executorch.exir.backend.compile_spec_schema import CompileSpec
 
     specs = [CompileSpec("target_device", device.encode("utf-8"))] if device else []
-    return CudaPartitioner(specs)
+    partitioner = CudaPartitioner(specs)
+    return partitioner if absorb_mutable_buffers else _StateOutside(partitioner)
+
+
+class _StateOutside:
+    """Runs a partitioner with `tag_mutated_buffer` switched off (see `cuda_partitioner`)."""
+
+    def __new__(cls, inner: Any) -> Any:
+        from executorch.exir.backend.partitioner import Partitioner
+
+        class StateOutside(Partitioner):
+            def __init__(self) -> None:
+                super().__init__()
+                self.inner = inner
+                self.delegation_spec = inner.delegation_spec
+
+            def partition(self, exported_program: Any) -> Any:
+                import executorch.backends.aoti.aoti_partitioner as aoti
+
+                original = aoti.tag_mutated_buffer
+                aoti.tag_mutated_buffer = lambda program: None
+                try:
+                    return self.inner.partition(exported_program)
+                finally:
+                    aoti.tag_mutated_buffer = original
+
+            def ops_to_not_decompose(self, ep: Any) -> Any:
+                return self.inner.ops_to_not_decompose(ep)
+
+        return StateOutside()
 
 
 def xnnpack_first(*configs: str) -> Any:
@@ -100,6 +133,7 @@ def lower_cuda(
     *,
     before: Sequence[Any] = (),
     device: Optional[str] = None,
+    absorb_mutable_buffers: bool = True,
     dynamic_shapes: Any = None,
     backend_config: Any = None,
     to_executorch: bool = True,
@@ -119,9 +153,12 @@ def lower_cuda(
         exported = torch.export.export(module, example_inputs, dynamic_shapes=dynamic_shapes, strict=False)
     edge = to_edge_transform_and_lower(
         exported,
-        partitioner=[*before, cuda_partitioner(device)],
+        partitioner=[*before, cuda_partitioner(device, absorb_mutable_buffers)],
         compile_config=EdgeCompileConfig(_check_ir_validity=False),
     )
     if not to_executorch:
         return edge
-    return edge.to_executorch(backend_config or ExecutorchBackendConfig())
+    # Without grad mode: a buffer written back from a delegate's result (state the partitioner
+    # left outside) is an in-place copy into a leaf tensor, which autograd refuses.
+    with torch.no_grad():
+        return edge.to_executorch(backend_config or ExecutorchBackendConfig())
