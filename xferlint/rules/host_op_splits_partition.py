@@ -255,7 +255,7 @@ class HostOpSplitsPartition(Rule):
         message = (
             f"{values} (from {before}) leave{'s' if len(seg.d2hs) == 1 else ''} {seg.device} for {what} "
             f"{ops}, and the result comes back to {seg.device} for {after}: "
-            f"{'they split' if plural else 'it splits'} one {seg.device} partition in two, moving "
+            f"{_subject(plural, bool(cpu_delegates))} one {seg.device} partition in two, moving "
             f"{format_bytes(out_bytes)} to host and {format_bytes(back_bytes)} back per call "
             f"({len(seg.d2hs)} D2H, {len(seg.h2ds)} H2D), with a stream sync at each crossing. {advice}"
         )
@@ -264,6 +264,12 @@ class HostOpSplitsPartition(Rule):
                 + [(c, "consumer") for c in consumers])
         return ctx.finding(self, message, path, anchor=_first_located(ctx, seg.host_ops),
                            location=_first_location(seg.host_ops), copies=list(seg.d2hs) + list(seg.h2ds))
+
+
+def _subject(plural: bool, delegates: bool) -> str:
+    if plural:
+        return "they split" if delegates else "the host ops split"
+    return "the CPU delegate splits" if delegates else "the host op splits"
 
 
 def _backend(node: Node) -> str:

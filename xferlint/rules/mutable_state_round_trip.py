@@ -233,7 +233,7 @@ class MutableStateRoundTrip(Rule):
         symbolic = (" (the shapes are symbolic: the bytes are known only at run time)"
                     if None in (to_device, back) else "")
         message = (
-            f"buffer {name} is state the {state.device} partition does not own: {delegates}{where} reads it "
+            f"buffer {name}{where} is state the {state.device} partition does not own: {delegates} reads it "
             f"through {len(state.h2ds)} H2D and returns its new value through {len(state.d2hs)} D2H, written "
             f"back into host memory, moving {format_bytes(to_device)} to {state.device} and "
             f"{format_bytes(back)} back on every call{symbolic}. Let the device partition own it "
