@@ -141,3 +141,41 @@ def test_sample_models_kv_cache_locate_the_write(repo_root):
     findings = [f for f in lint(module.program()) if f.code == "XF011"]
     assert len(findings) == 2
     assert all("index_put_" in (f.location.code or "") for f in findings)
+
+
+def _skip_flags(alloc: bool):
+    from executorch.exir import ExecutorchBackendConfig
+    from executorch.exir.passes import MemoryPlanningPass
+    from executorch.exir.passes.propagate_device_config import PropagateDeviceConfig
+
+    return ExecutorchBackendConfig(
+        memory_planning_pass=MemoryPlanningPass(alloc_graph_input=alloc, alloc_graph_output=alloc),
+        propagate_device_config=PropagateDeviceConfig(skip_h2d_for_method_inputs=True,
+                                                      skip_d2h_for_method_outputs=True))
+
+
+BUILDS.update({
+    "skip-planned": lambda: lower_cuda(DecoderBlock(), decoder_inputs(), backend_config=_skip_flags(True)),
+    "skip-unplanned": lambda: lower_cuda(DecoderBlock(), decoder_inputs(), backend_config=_skip_flags(False)),
+    "legacy": lambda: _legacy(),
+})
+
+
+def _legacy():
+    from executorch.exir import ExecutorchBackendConfig
+
+    return lower_cuda(DecoderBlock(), decoder_inputs(),
+                      backend_config=ExecutorchBackendConfig(enable_non_cpu_memory_planning=False))
+
+
+def _codes(findings, *codes):
+    return sorted(f.code for f in findings if f.code in codes)
+
+
+@pytest.mark.parametrize("program", ["skip-planned", "skip-unplanned", "legacy"], indirect=True)
+def test_memory_plan_rules_agree_on_entry_point_and_pte(program, request):
+    entry, pte = _both(program)
+    assert _codes(entry, "XF007", "XF008", "XF010") == _codes(pte, "XF007", "XF008", "XF010")
+    name = request.node.callspec.params["program"]
+    expected = {"skip-planned": ["XF010", "XF010"], "skip-unplanned": [], "legacy": ["XF007", "XF008"]}[name]
+    assert _codes(pte, "XF007", "XF008", "XF010") == expected

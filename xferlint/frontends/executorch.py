@@ -29,6 +29,7 @@ from xferlint.analyzer.view import (
     MethodView,
     Node,
     OpKind,
+    Placement,
     ProgramView,
     TensorMeta,
     Value,
@@ -228,7 +229,8 @@ class _GraphReader:
         declared = _device_of_spec(spec) if spec is not None else None
         if declared is None and isinstance(val, torch.Tensor):
             declared = Device(val.device.type, val.device.index or 0)
-        self.b.add_value(Value(id=vid, tensor=meta, declared_device=declared, constant_name=constant_name))
+        self.b.add_value(Value(id=vid, tensor=meta, declared_device=declared, constant_name=constant_name,
+                               placement=_placement(spec) if self.b.arenas is not None else None))
         return vid
 
     def _operand(self, node: torch.fx.Node) -> Optional[str]:
@@ -593,8 +595,21 @@ def read_method(name: str, gm: torch.fx.GraphModule, signature: Any, strict: boo
     reader = _GraphReader(builder, gm, "", signature)
     outputs = reader.read()
     inputs = tuple(n.outputs[0] for n in builder.nodes if n.kind == OpKind.INPUT and n.outputs)
+    arenas = builder.arenas or {}
+    buffers = tuple(arenas.get(i, Device("cpu", 0)) for i in range(max(arenas, default=-1) + 1))
     return MethodView(name=name, nodes=tuple(builder.nodes), values=dict(builder.values),
-                      inputs=inputs, outputs=tuple(outputs))
+                      inputs=inputs, outputs=tuple(outputs), buffer_devices=buffers)
+
+
+def _placement(spec: Any) -> Optional[Placement]:
+    """Where the memory plan put a tensor (the `.pte`'s allocation_info), None when unplanned
+    or constant."""
+    mem_id = getattr(spec, "mem_id", None)
+    if mem_id is None or getattr(spec, "const", False):
+        return None
+    nbytes = getattr(spec, "allocated_memory", None)
+    return Placement(buffer=int(mem_id), offset=int(getattr(spec, "mem_offset", 0) or 0),
+                     nbytes=int(nbytes) if isinstance(nbytes, int) else None)
 
 
 def _arena_devices(gm: torch.fx.GraphModule) -> Optional[dict[int, Device]]:
