@@ -179,3 +179,23 @@ def test_memory_plan_rules_agree_on_entry_point_and_pte(program, request):
     name = request.node.callspec.params["program"]
     expected = {"skip-planned": ["XF010", "XF010"], "skip-unplanned": [], "legacy": ["XF007", "XF008"]}[name]
     assert _codes(pte, "XF007", "XF008", "XF010") == expected
+
+
+def _sample(repo_root, name):
+    import importlib.util
+    import os
+
+    spec = importlib.util.spec_from_file_location(name, os.path.join(repo_root, "sample_models", f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.program()
+
+
+def test_a_delegate_input_points_at_the_op_inside_that_reads_it(repo_root, lowered_once):
+    """The second H2D of `x` feeds the CUDA delegate after the softmax; inside it, the first op
+    reading `x` is the residual add (`x = x + self.proj(...)`), not the delegate's last line."""
+    program = lowered_once("sample-cpu-delegate", lambda: _sample(repo_root, "cpu_delegate_splits_partition"))
+    (dup,) = [f for f in lint(program) if f.code == "XF004"]
+    assert dup.location is not None and dup.location.code == "x = x + self.proj(attn @ v)"
+    (split,) = [f for f in lint(program) if f.code == "XF005"]
+    assert "torch.softmax" in split.location.code
