@@ -2,7 +2,7 @@
 
 - XF008 planned-device-mismatch: ExecuTorch's legacy device mode tags delegate tensors
   cuda:0 but plans every buffer on the host; the memory plan (`allocation_info`,
-  `non_const_buffer_device`) is in the `.pte` only.
+  `non_const_buffer_device`) is in the `.pte` and in the ExecutorchProgramManager that emitted it.
 - XF010 planned-device-io: `skip_h2d_for_method_inputs` / `skip_d2h_for_method_outputs`
   with the default memory planning (inputs and outputs left on the device *and* planned).
 - a device delegate inside a `cond` branch or `map` body fed host tensors: XF007 reports
@@ -39,8 +39,16 @@ def test_legacy_mode_delegate_outputs_planned_on_the_host(pte_bytes, pte_program
         assert "delegate" in f.nodes[0] and f.devices[0] == "cuda:0"
         assert "planned in buffer" in f.message and "on cpu" in f.message
         assert "enable_non_cpu_memory_planning=True" in f.message
-    # a graph has no memory plan: the rule says nothing there
-    assert _graph(pte_program, "addsin-legacy", ["XF008"]) == []
+    # the ExecutorchProgramManager carries the same plan: the same findings from its entry point
+    assert len(_graph(pte_program, "addsin-legacy", ["XF008"])) == 2
+
+
+def test_legacy_mode_is_not_blamed_on_skip_flags(pte_bytes, pte_program):
+    """Legacy device tags are XF007's (its legacy explanation), never XF010's skip flags."""
+    assert _pte(pte_bytes, "addsin-legacy", ["XF010"]) == []
+    assert _graph(pte_program, "addsin-legacy", ["XF010"]) == []
+    for f in _pte(pte_bytes, "addsin-legacy", ["XF008"]):
+        assert "no `non_const_buffer_device`" in f.message
 
 
 def test_device_memory_planning_is_clean(pte_bytes):
@@ -56,7 +64,9 @@ def test_device_inputs_and_outputs_that_are_also_planned(pte_bytes, pte_program)
         assert "alloc_graph_input=False" in f.message or "alloc_graph_output=False" in f.message
         assert "memcpy" in f.message
     assert _pte(pte_bytes, "skip-io-unplanned", ["XF010"]) == []
-    assert _graph(pte_program, "skip-io-planned", ["XF010"]) == []
+    graph = _graph(pte_program, "skip-io-planned", ["XF010"])
+    assert sorted(f.steps[0].role for f in graph) == roles  # an entry point gives the .pte's findings
+    assert _graph(pte_program, "skip-io-unplanned", ["XF010"]) == []
 
 
 @pytest.mark.parametrize("name", ["cond-nested", "map-nested", "addsin-legacy"])

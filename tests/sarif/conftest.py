@@ -109,8 +109,12 @@ class AddSin(torch.nn.Module):
 
 
 def _strip(manager):
-    for node in manager.exported_program().graph.nodes:
-        node.meta.pop("stack_trace", None)
+    gm = manager.exported_program().graph_module
+    graphs = [gm.graph] + [m.original_module.graph for _, m in gm.named_children()
+                           if hasattr(m, "original_module")]  # delegates keep their own
+    for graph in graphs:
+        for node in graph.nodes:
+            node.meta.pop("stack_trace", None)
     return manager
 
 

@@ -93,12 +93,38 @@ class Value:
 
 
 @dataclass(frozen=True)
+class InnerOp:
+    """An op inside a delegate, from the lowered module's original graph (graph frontends)."""
+
+    name: str
+    target: str  # `aten.gelu.default`
+    location: Optional[SourceLocation] = None
+
+
+@dataclass(frozen=True)
 class DelegateInfo:
-    """A delegate's backend and compile specs (values decoded where they are text)."""
+    """A delegate's backend and compile specs (values decoded where they are text).
+
+    Where the lowered module's original graph is known (graph frontends), `ops` are the ops
+    it runs, in order; `input_readers[k]` is the index in `ops` of the first op that reads
+    the call's k-th operand and `output_writers[k]` that of the op producing its k-th
+    result (None where no op does: a pass-through). A `.pte` keeps only the backend id.
+    """
 
     backend: str
     compile_specs: tuple[tuple[str, str], ...] = ()
     index: Optional[int] = None
+    ops: tuple[InnerOp, ...] = ()
+    input_readers: tuple[Optional[int], ...] = ()
+    output_writers: tuple[Optional[int], ...] = ()
+
+    def reader_of(self, position: int) -> Optional[InnerOp]:
+        i = self.input_readers[position] if position < len(self.input_readers) else None
+        return self.ops[i] if i is not None else None
+
+    def writer_of(self, position: int) -> Optional[InnerOp]:
+        i = self.output_writers[position] if position < len(self.output_writers) else None
+        return self.ops[i] if i is not None else None
 
 
 @dataclass(frozen=True)

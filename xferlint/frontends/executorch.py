@@ -25,9 +25,11 @@ import torch.fx
 from xferlint.analyzer.lattice import Device
 from xferlint.analyzer.view import (
     DelegateInfo,
+    InnerOp,
     MethodView,
     Node,
     OpKind,
+    Placement,
     ProgramView,
     TensorMeta,
     Value,
@@ -234,7 +236,8 @@ class _GraphReader:
         declared = _device_of_spec(spec) if spec is not None else None
         if declared is None and isinstance(val, torch.Tensor):
             declared = Device(val.device.type, val.device.index or 0)
-        self.b.add_value(Value(id=vid, tensor=meta, declared_device=declared, constant_name=constant_name))
+        self.b.add_value(Value(id=vid, tensor=meta, declared_device=declared, constant_name=constant_name,
+                               placement=_placement(spec) if self.b.arenas is not None else None))
         return vid
 
     def _operand(self, node: torch.fx.Node) -> Optional[str]:
@@ -415,9 +418,12 @@ class _GraphReader:
                     device = Device.parse(text)
                 except ValueError:
                     device = None
-        info = DelegateInfo(backend=str(getattr(lowered, "backend_id", "unknown")), compile_specs=tuple(specs))
+        inputs = self._operands(node.args[1:])
+        ops, readers, writers = _inner_ops(lowered, len(inputs))
+        info = DelegateInfo(backend=str(getattr(lowered, "backend_id", "unknown")), compile_specs=tuple(specs),
+                            ops=ops, input_readers=readers, output_writers=writers)
         outputs = self._declare(node)
-        self._emit(node, OpKind.DELEGATE, self._operands(node.args[1:]), outputs, device=device, delegate=info,
+        self._emit(node, OpKind.DELEGATE, inputs, outputs, device=device, delegate=info,
                    target="executorch_call_delegate")
 
     def _memory(self, node) -> None:
@@ -543,6 +549,42 @@ class _GraphReader:
                            inputs=(src,), outputs=(f"{scope}/{ph.name}",), scope=scope)
 
 
+def _inner_ops(lowered: Any, n_inputs: int) -> tuple[tuple[InnerOp, ...], tuple[Optional[int], ...], tuple[Optional[int], ...]]:
+    """The ops a lowered module runs (its original graph), the first op reading each of the
+    call's `n_inputs` operands (its user-input placeholders, in order) and the op producing
+    each result; empty when the module keeps no original graph."""
+    program = getattr(lowered, "original_module", None)
+    graph = getattr(getattr(program, "graph_module", None), "graph", None)
+    if graph is None:
+        return (), (), ()
+    user_inputs = set()
+    signature = getattr(program, "graph_signature", None)
+    for spec in getattr(signature, "input_specs", None) or ():
+        if getattr(spec.kind, "name", "") == "USER_INPUT" and getattr(spec.arg, "name", None):
+            user_inputs.add(spec.arg.name)
+    index: dict[torch.fx.Node, int] = {}
+    ops: list[InnerOp] = []
+    placeholders: list[torch.fx.Node] = []
+    results: list[Any] = []
+    for n in graph.nodes:
+        if n.op == "placeholder" and (not user_inputs or n.name in user_inputs):
+            placeholders.append(n)
+        elif n.op == "call_function" and n.target is not operator.getitem:
+            index[n] = len(ops)
+            ops.append(InnerOp(name=n.name, target=target_name(n.target),
+                               location=location_from_stack_trace(n.meta.get("stack_trace"))))
+        elif n.op == "output":
+            results = _flatten_args(n.args[0] if n.args else ())
+
+    def producer(arg: Any) -> Optional[int]:
+        while isinstance(arg, torch.fx.Node) and arg.target is operator.getitem and arg.args:
+            arg = arg.args[0]
+        return index.get(arg) if isinstance(arg, torch.fx.Node) else None
+
+    readers = tuple(min((index[u] for u in p.users if u in index), default=None) for p in placeholders[:n_inputs])
+    return tuple(ops), readers, tuple(producer(r) for r in results)
+
+
 def _flatten_args(arg: Any) -> list[Any]:
     if isinstance(arg, (tuple, list)):
         out: list[Any] = []
@@ -582,8 +624,21 @@ def read_method(name: str, gm: torch.fx.GraphModule, signature: Any, strict: boo
     reader = _GraphReader(builder, gm, "", signature)
     outputs = reader.read()
     inputs = tuple(n.outputs[0] for n in builder.nodes if n.kind == OpKind.INPUT and n.outputs)
+    arenas = builder.arenas or {}
+    buffers = tuple(arenas.get(i, Device("cpu", 0)) for i in range(max(arenas, default=-1) + 1))
     return MethodView(name=name, nodes=tuple(builder.nodes), values=dict(builder.values),
-                      inputs=inputs, outputs=tuple(outputs))
+                      inputs=inputs, outputs=tuple(outputs), buffer_devices=buffers)
+
+
+def _placement(spec: Any) -> Optional[Placement]:
+    """Where the memory plan put a tensor (the `.pte`'s allocation_info), None when unplanned
+    or constant."""
+    mem_id = getattr(spec, "mem_id", None)
+    if mem_id is None or getattr(spec, "const", False):
+        return None
+    nbytes = getattr(spec, "allocated_memory", None)
+    return Placement(buffer=int(mem_id), offset=int(getattr(spec, "mem_offset", 0) or 0),
+                     nbytes=int(nbytes) if isinstance(nbytes, int) else None)
 
 
 def _arena_devices(gm: torch.fx.GraphModule) -> Optional[dict[int, Device]]:

@@ -58,8 +58,9 @@ class RuleContext:
         """The node's own source line, else the nearest neighbour's that has one.
 
         Copy nodes and delegate calls carry no stack trace: an H2D is located at what
-        consumes it, a D2H at what produced its source, a delegate call at the getitem
-        that carries its result.
+        consumes it (inside a delegate: the first op of its original graph that reads the
+        value), a D2H at what produced its source (inside a delegate: the op that produced
+        that result), a delegate call at the getitem that carries its result.
         """
         if node is None or node.location is not None:
             return node.location if node is not None else None
@@ -69,10 +70,34 @@ class RuleContext:
             consumers = self.facts.readers(node.output)
             found = self._first_located(consumers)
             if found is None:
-                found = next((self.locate(c) for c in consumers if c.kind == OpKind.DELEGATE and self.locate(c)), None)
+                found = next((loc for c in consumers if c.kind == OpKind.DELEGATE
+                              for loc in (self._inside_reading(c, node.output) or self.locate(c),) if loc), None)
             if found is not None:
                 return found
+        for vid in node.inputs:
+            for writer in self.facts.writers(vid):
+                inside = self._inside_writing(writer)
+                if inside is not None:
+                    return inside
         return self._first_located(w for vid in node.inputs for w in self.facts.writers(vid))
+
+    @staticmethod
+    def _inside_reading(delegate: Node, vid: Optional[str]) -> Optional[SourceLocation]:
+        """The line of the first op inside `delegate` (its original graph) that reads `vid`."""
+        if delegate.delegate is None or vid not in delegate.inputs:
+            return None
+        op = delegate.delegate.reader_of(delegate.inputs.index(vid))
+        return op.location if op is not None else None
+
+    def _inside_writing(self, node: Node) -> Optional[SourceLocation]:
+        """For a delegate's result (or its getitem), the line of the op inside the delegate
+        that produced it."""
+        vid = node.inputs[0] if node.kind == OpKind.GETITEM and node.inputs else None
+        writer = self.facts.writer(vid) if vid is not None else None
+        if writer is None or writer.kind != OpKind.DELEGATE or writer.delegate is None:
+            return None
+        op = writer.delegate.writer_of(writer.outputs.index(vid))
+        return op.location if op is not None else None
 
     @staticmethod
     def _first_located(nodes: Iterable[Node]) -> Optional[SourceLocation]:
@@ -119,12 +144,15 @@ class RuleContext:
         copies: Sequence[Node] = (),
         removes: Sequence[Node] = (),
         detail: Optional[str] = None,
+        location: Optional[SourceLocation] = None,
     ) -> Finding:
         """A finding of `rule` along `path`. With `copies` (the copy nodes it is about) its
         bytes are theirs, summed (NOTES: one definition of bytes); without, `nbytes` is the
-        tensor at issue. `removes` are the copies its fix deletes; they set `saves_bytes`."""
+        tensor at issue. `removes` are the copies its fix deletes; they set `saves_bytes`.
+        `location` overrides where the finding points (a line inside a delegate)."""
         steps = [self.step(node, role) for node, role in path]
-        location = self.locate(anchor) if anchor is not None else None
+        if location is None and anchor is not None:
+            location = self.locate(anchor)
         if location is None:
             location = next((self.locate(n) for n, _ in path if self.locate(n) is not None), None)
         return Finding(

@@ -1,7 +1,8 @@
 """XF005 host-op-splits-partition.
 
 A *host segment* for device D is a set of host ops (COMPUTE, ALIAS and GETITEM nodes whose
-results live on the host) that each lie on a path D2H-from-D -> host ops -> H2D-to-D made
+results live on the host, and delegates without a device `target_device`: XNNPACK or any
+CPU backend computes on the host exactly as a host op does) that each lie on a path D2H-from-D -> host ops -> H2D-to-D made
 of host ops only, grouped into one segment when one of them reads what another writes.
 Each segment is one finding: several D2Hs feeding one host op (fan-in) and one segment
 feeding several H2Ds (fan-out) stay one finding, while two host paths that share nothing
@@ -36,8 +37,14 @@ class HostSegment:
     h2ds: tuple[Node, ...]  # copies that bring the segment's results back to the device
 
 
+def is_cpu_delegate(node: Node) -> bool:
+    """A delegate call without a device `target_device`: host compute."""
+    return node.kind == OpKind.DELEGATE and (node.device is None or node.device.is_host)
+
+
 def is_host_op(node: Node, facts: DeviceFacts) -> bool:
-    return node.kind in HOST_OP_KINDS and bool(node.outputs) and all(facts.device(v) == CPU for v in node.outputs)
+    return ((node.kind in HOST_OP_KINDS or is_cpu_delegate(node)) and bool(node.outputs)
+            and all(facts.device(v) == CPU for v in node.outputs))
 
 
 def host_segments(facts: DeviceFacts) -> list[HostSegment]:
@@ -221,39 +228,84 @@ class HostOpSplitsPartition(Rule):
         producers = _unique(w for d in seg.d2hs for w in facts.writers(d.inputs[0]))
         delegates_before = _unique(_delegate_behind(facts, p) for p in producers)
         consumers = _unique(r for h in seg.h2ds for r in facts.readers(h.output))
-        out_bytes = _sum(facts.nbytes(d.output) if facts.nbytes(d.output) is not None else facts.nbytes(d.inputs[0])
-                         for d in seg.d2hs)
-        back_bytes = _sum(facts.nbytes(h.output) if facts.nbytes(h.output) is not None else facts.nbytes(h.inputs[0])
-                          for h in seg.h2ds)
-        total = None if out_bytes is None or back_bytes is None else out_bytes + back_bytes
+        out_bytes = _sum(ctx.copy_bytes(d) for d in seg.d2hs)
+        back_bytes = _sum(ctx.copy_bytes(h) for h in seg.h2ds)
 
         values = ", ".join(tick(d.inputs[0]) for d in seg.d2hs)
         before = _names(ctx, delegates_before or producers)
         after = _names(ctx, consumers, ctx.describe)
         ops = _host_ops(ctx, seg.host_ops)
-        kinds = sorted({op_name(n.target) for n in seg.host_ops if n.kind == OpKind.COMPUTE}) or [
-            op_name(seg.host_ops[0].target)]
+        cpu_delegates = [n for n in seg.host_ops if is_cpu_delegate(n)]
+        kinds = _op_kinds(seg.host_ops)
+        plural = len(seg.host_ops) > 1
+        what = "host ops" if plural else ("a CPU delegate" if cpu_delegates else "host op")
+        take = ", ".join(f"`{k}`" for k in kinds[:_SHOWN]) or "the ops it delegated"
+        advice = (
+            f"Let the {seg.device} backend take {take} (a partitioner or kernel that supports it), or move "
+            f"the op off the hot path, before the first or after the last {seg.device} partition."
+        )
+        if cpu_delegates:
+            backends = ", ".join(dict.fromkeys(f"`{_backend(n)}`" for n in cpu_delegates))
+            advice = (
+                f"The {backends} partitioner that runs before the {seg.device} one claims {take}: drop it, or "
+                f"limit it (e.g. `XnnpackPartitioner(configs=...)`) so the {seg.device} partitioner takes "
+                f"{'it' if len(kinds) == 1 else 'them'} and the partition stays whole, or move the op before the "
+                f"first or after the last {seg.device} partition."
+            )
         message = (
-            f"{values} (from {before}) leave{'s' if len(seg.d2hs) == 1 else ''} {seg.device} for host "
-            f"op{'s' if len(seg.host_ops) > 1 else ''} {ops}, and the result comes back to {seg.device} "
-            f"for {after}: the host op{'s split' if len(seg.host_ops) > 1 else ' splits'} one {seg.device} "
-            f"partition in two, moving {format_bytes(out_bytes)} to host and {format_bytes(back_bytes)} back "
-            f"per call ({len(seg.d2hs)} D2H, {len(seg.h2ds)} H2D), with a stream sync at each crossing. "
-            f"Let the {seg.device} backend take {', '.join(f'`{k}`' for k in kinds[:_SHOWN])} (a partitioner "
-            f"or kernel that supports it), or move the op off the hot path, before the first or after "
-            f"the last {seg.device} partition."
+            f"{values} (from {before}) leave{'s' if len(seg.d2hs) == 1 else ''} {seg.device} for {what} "
+            f"{ops}, and the result comes back to {seg.device} for {after}: "
+            f"{_subject(plural, bool(cpu_delegates))} one {seg.device} partition in two, moving "
+            f"{format_bytes(out_bytes)} to host and {format_bytes(back_bytes)} back per call "
+            f"({len(seg.d2hs)} D2H, {len(seg.h2ds)} H2D), with a stream sync at each crossing. {advice}"
         )
         path = ([(p, "producer") for p in producers] + [(d, "d2h") for d in seg.d2hs]
                 + [(n, "host-op") for n in seg.host_ops] + [(h, "h2d") for h in seg.h2ds]
                 + [(c, "consumer") for c in consumers])
         return ctx.finding(self, message, path, anchor=_first_located(ctx, seg.host_ops),
-                           copies=list(seg.d2hs) + list(seg.h2ds))
+                           location=_first_location(seg.host_ops), copies=list(seg.d2hs) + list(seg.h2ds))
+
+
+def _subject(plural: bool, delegates: bool) -> str:
+    if plural:
+        return "they split" if delegates else "the host ops split"
+    return "the CPU delegate splits" if delegates else "the host op splits"
+
+
+def _backend(node: Node) -> str:
+    return node.delegate.backend if node.delegate is not None else "unknown"
+
+
+def _op_kinds(nodes) -> list[str]:
+    """The operators a segment runs on the host: its host ops', and the ops inside its CPU
+    delegates (their original graphs; none known on a `.pte`)."""
+    kinds: list[str] = []
+    for n in nodes:
+        if is_cpu_delegate(n):
+            kinds.extend(_inner_kinds(n))
+        elif n.kind == OpKind.COMPUTE:
+            kinds.append(op_name(n.target))
+    if not kinds and nodes and not is_cpu_delegate(nodes[0]):
+        kinds.append(op_name(nodes[0].target))
+    return sorted(set(kinds))
+
+
+_PLUMBING = ("aten.view_copy", "aten.permute_copy", "aten.clone", "aten._to_copy", "aten.expand_copy",
+             "aten.unsqueeze_copy", "aten.squeeze_copy", "dim_order_ops._to_dim_order_copy", "aten.alias_copy")
+
+
+def _inner_kinds(node: Node) -> list[str]:
+    """Operators inside a delegate, layout plumbing (views, permutes, clones) left out
+    unless it is all the delegate runs."""
+    names = list(dict.fromkeys(op_name(op.target) for op in (node.delegate.ops if node.delegate else ())))
+    real = [n for n in names if n not in _PLUMBING]
+    return real or names
 
 
 def op_name(target: str) -> str:
-    """`aten.cumsum.out` -> `aten.cumsum`: the operator, whichever overload the program runs."""
+    """`aten.cumsum.out` (or `.default`) -> `aten.cumsum`: the operator, whichever overload runs."""
     head, _, overload = target.rpartition(".")
-    return head if head and (overload == "out" or overload.endswith("_out")) else target
+    return head if head and (overload in ("out", "default") or overload.endswith("_out")) else target
 
 
 def _delegate_behind(facts: DeviceFacts, node: Node):
@@ -295,15 +347,35 @@ def _names(ctx: RuleContext, nodes: list[Node], describe=None) -> str:
 
 
 def _host_ops(ctx: RuleContext, nodes: tuple[Node, ...]) -> str:
+    def where(loc) -> str:
+        if loc is None:
+            return ""
+        return f", line {loc.line}: `{loc.code}`" if loc.code else f", line {loc.line}"
+
     def one(node: Node) -> str:
-        loc = node.location
-        where = f", line {loc.line}: `{loc.code}`" if loc is not None and loc.code else (
-            f", line {loc.line}" if loc is not None else "")
-        return f"`{op_name(node.target)}` ({tick(node.name)}{where})"
+        if is_cpu_delegate(node):
+            inner = node.delegate.ops if node.delegate is not None else ()
+            shown = [op for op in inner if op_name(op.target) in _inner_kinds(node)][:_SHOWN]
+            running = "; ".join(f"`{op_name(op.target)}`{where(op.location)}" for op in shown)
+            more = len([op for op in inner if op_name(op.target) in _inner_kinds(node)]) - len(shown)
+            running += f" and {more} more" if more > 0 else ""
+            return f"`{_backend(node)}` ({tick(node.name)}" + (f", running {running})" if running else ")")
+        return f"`{op_name(node.target)}` ({tick(node.name)}{where(node.location)})"
 
     shown = [one(n) for n in nodes[:_SHOWN]]
     more = f" and {len(nodes) - _SHOWN} more" if len(nodes) > _SHOWN else ""
     return ", ".join(shown) + more
+
+
+def _first_location(nodes):
+    """The first source line among the host ops and the ops inside the CPU delegates."""
+    for node in nodes:
+        if node.location is not None:
+            return node.location
+        for op in (node.delegate.ops if is_cpu_delegate(node) and node.delegate is not None else ()):
+            if op.location is not None:
+                return op.location
+    return None
 
 
 def _first_located(ctx: RuleContext, nodes) -> Node:

@@ -10,7 +10,7 @@ from xferlint.rules._patterns import tick
 from xferlint.rules.base import Example, Rule, format_bytes
 
 
-def _build(alloc: bool):
+def _build(alloc: bool, legacy: bool = False):
     from executorch.exir import ExecutorchBackendConfig
     from executorch.exir.passes import MemoryPlanningPass
     from executorch.exir.passes.propagate_device_config import PropagateDeviceConfig
@@ -24,6 +24,8 @@ def _build(alloc: bool):
         propagate_device_config=PropagateDeviceConfig(skip_h2d_for_method_inputs=True,
                                                       skip_d2h_for_method_outputs=True),
     )
+    if legacy:
+        config = ExecutorchBackendConfig(enable_non_cpu_memory_planning=False)
     program = lower(AddSin(), example_inputs(), ["cuda:0", "cuda:0"], backend_config=config)
     return load_pte_bytes(bytes(program.buffer), label="addsin.pte").view
 
@@ -75,6 +77,7 @@ class PlannedDeviceIO(Rule):
     examples = (
         Example(partial(_build, True), 3, "skip_h2d/skip_d2h with the default memory planning: 2 inputs, 1 output"),
         Example(partial(_build, False), 0, "the same with alloc_graph_input=False, alloc_graph_output=False"),
+        Example(partial(_build, True, True), 0, "legacy device tags (no skip flag): XF007's, not this rule's"),
     )
 
     def check(self, ctx):
@@ -93,9 +96,13 @@ class PlannedDeviceIO(Rule):
                 tag = value.spec_device or value.declared_device
                 if not isinstance(tag, Device) or tag.is_host:
                     continue
-                seen.add(vid)
                 p = value.placement
                 buffers = method.buffer_devices
+                if p.buffer < len(buffers) and buffers[p.buffer].is_host:
+                    # A device-tagged tensor in a host buffer is no skip flag at work: it is the
+                    # legacy plan (enable_non_cpu_memory_planning=False), which XF007 reports.
+                    continue
+                seen.add(vid)
                 where = f"buffer {p.buffer} ({buffers[p.buffer]})" if p.buffer < len(buffers) else f"buffer {p.buffer}"
                 if role == "input":
                     node = next((n for n in facts.writers(vid) if n.kind.value == "input"), None)

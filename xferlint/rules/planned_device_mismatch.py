@@ -23,6 +23,9 @@ def _build(legacy: bool):
     return load_pte_bytes(bytes(program.buffer), label="addsin.pte").view
 
 
+_NOT_WRITES = frozenset({OpKind.INPUT, OpKind.CONSTANT, OpKind.ALLOC, OpKind.GETITEM, OpKind.ALIAS})
+
+
 class PlannedDeviceMismatch(Rule):
     """A tensor is planned in a memory buffer on a different device from its data.
 
@@ -77,7 +80,9 @@ class PlannedDeviceMismatch(Rule):
             placement = value.placement
             if placement is None or value.tensor is None or vid in inputs or placement.buffer >= len(buffers):
                 continue
-            writers = [w for w in facts.writers(vid) if w.kind not in (OpKind.INPUT, OpKind.CONSTANT)]
+            # An FX graph names one planned tensor several times (its memory.alloc, the out-variant
+            # op writing it, a delegate result and its getitem): the op that writes it speaks for it.
+            writers = [w for w in facts.writers(vid) if w.kind not in _NOT_WRITES]
             inferred = facts.device(vid)
             tag = value.spec_device or value.declared_device
             if not writers or not isinstance(inferred, Device) or inferred != tag:
@@ -90,10 +95,17 @@ class PlannedDeviceMismatch(Rule):
             message = (
                 f"{tick(vid)} holds {inferred} data (written by {ctx.describe(writer)}, declared {tag}) but is "
                 f"planned in buffer {placement.buffer} at offset {placement.offset}, which the program "
-                f"allocates on {buffer} (`non_const_buffer_device`): {format_bytes(nbytes)} of {inferred} data "
+                f"allocates on {buffer} ({_why(buffers)}): {format_bytes(nbytes)} of {inferred} data "
                 f"would be written through a {buffer} pointer. Lower with "
                 f"`ExecutorchBackendConfig(enable_non_cpu_memory_planning=True)` so device tensors get device "
                 f"buffers, or fix the memory-planning pass that placed it."
             )
             path = [(w, "producer") for w in writers[:3]]
             yield ctx.finding(self, message, path, nbytes, anchor=writer)
+
+
+def _why(buffers) -> str:
+    """Where the buffer's device comes from: the plan's device list, or its absence."""
+    if all(b.is_host for b in buffers):
+        return "the program has no `non_const_buffer_device`: every planned buffer is host memory"
+    return "`non_const_buffer_device`"

@@ -182,6 +182,8 @@ class _MethodBuilder:
         constant = None
         if t.data_buffer_idx > 0 or t.external:
             constant = t.fqn or f"constant {t.data_buffer_idx}"
+        elif t.fqn and t.planned:
+            constant = t.fqn  # a mutable buffer's name (emit_mutable_buffer_names=True)
         tag = device_of(t.device_type, t.device_index)
         start = self._start_device(index, t, tag)
         return Value(
@@ -190,7 +192,7 @@ class _MethodBuilder:
             declared_device=start,
             spec_device=tag if start != tag else None,
             constant_name=constant,
-            mutable=t.data_buffer_idx > 0 and t.planned,
+            mutable=t.planned and (t.data_buffer_idx > 0 or bool(t.fqn)),
             placement=placement,
         )
 
