@@ -99,6 +99,9 @@ class DelegateInfo:
     backend: str
     compile_specs: tuple[tuple[str, str], ...] = ()
     index: Optional[int] = None
+    # The operators lowered into the delegate (`aten.mm`, ...) in program order, each once,
+    # when the frontend can see them (the lowered module's original graph); () otherwise.
+    ops: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -408,7 +408,8 @@ class _GraphReader:
                     device = Device.parse(text)
                 except ValueError:
                     device = None
-        info = DelegateInfo(backend=str(getattr(lowered, "backend_id", "unknown")), compile_specs=tuple(specs))
+        info = DelegateInfo(backend=str(getattr(lowered, "backend_id", "unknown")), compile_specs=tuple(specs),
+                            ops=_lowered_ops(lowered))
         outputs = self._declare(node)
         self._emit(node, OpKind.DELEGATE, self._operands(node.args[1:]), outputs, device=device, delegate=info,
                    target="executorch_call_delegate")
@@ -536,6 +537,23 @@ def _is_sym_function(target: Any) -> bool:
     """torch.sym_int, sym_max, ... on host scalars (symbolic shapes)."""
     module = getattr(target, "__module__", "") or ""
     return module.startswith("torch") and getattr(target, "__name__", "").startswith("sym_")
+
+
+def _lowered_ops(lowered: Any) -> tuple[str, ...]:
+    """The operators of a lowered module's original graph (`aten.mm`, ...), each once, in order."""
+    gm = getattr(getattr(lowered, "original_module", None), "graph_module", None)
+    if gm is None:
+        return ()
+    names = (_op_label(n.target) for n in gm.graph.nodes if n.op == "call_function")
+    return tuple(dict.fromkeys(n for n in names if n))
+
+
+def _op_label(target: Any) -> str:
+    """`aten.mm` for `aten.mm.default` (edge dialect included); getitem and friends: ''."""
+    schema = getattr(target, "_schema", None)
+    if schema is not None:
+        return schema.name.replace("::", ".")
+    return ""
 
 
 def _is_delegate_call(target: Any) -> bool:
