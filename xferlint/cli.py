@@ -56,6 +56,9 @@ def _byte_budget(text: str) -> int:
     return value
 
 
+FORMATS = ("text", "json", "sarif", "html")  # reporters.FORMATS, without importing the reporters
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="xferlint",
@@ -68,8 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("paths", nargs="+", metavar="PATH",
                        help="file.py, file.py:attr, package.module:attr, a .pte file or a directory")
     _add_selection(check)
-    check.add_argument("--output-format", "--format", dest="output_format", choices=("text", "json", "sarif"),
-                       help="Output format (default: text)")
+    check.add_argument("--output-format", "--format", dest="output_format", choices=FORMATS,
+                       help="Output format (default: text); html: a self-contained page with a device timeline "
+                            "per method")
     check.add_argument("-o", "--output", metavar="FILE", help="Write the report to FILE (atomically)")
     check.add_argument("--exit-zero", action="store_true", default=None, help="Exit 0 even when there are findings")
     check.add_argument("--statistics", action="store_true", default=None, help="Show counts per rule")
@@ -162,7 +166,7 @@ def _is_program_input(path: str) -> bool:
 
 def cmd_check(args: argparse.Namespace) -> int:
     from xferlint.pipeline import check_paths, configure
-    from xferlint.reporters import ReportOptions, emit
+    from xferlint.reporters import TIMELINE_FORMATS, ReportOptions, emit
     from xferlint.selection import select_rules
 
     settings = _settings(args)
@@ -174,7 +178,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         from xferlint.frontends.pte.debug import read_etrecord  # torch-free
 
         source_map = read_etrecord(args.etrecord)
-    run = check_paths(paths, rules, strict=settings.strict, source_map=source_map)
+    draws = settings.output_format in TIMELINE_FORMATS
+    run = check_paths(paths, rules, strict=settings.strict, source_map=source_map, timelines=draws)
     if args.diff:
         return _check_diff(run, rules, settings)
     if args.fix:
@@ -183,7 +188,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     for error in report.errors:
         print(f"error: {error.message}", file=sys.stderr)
     options = ReportOptions(statistics=settings.statistics, project_root=settings.project_root,
-                            rules=tuple(type(rule) for rule in rules))
+                            rules=tuple(type(rule) for rule in rules), timelines=tuple(run.timelines or ()))
     _write(emit(report, settings.output_format, options), settings.output)
     if report.errors:
         return EXIT_ERROR

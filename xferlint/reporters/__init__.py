@@ -15,6 +15,13 @@ class ReportOptions:
     fix_hint: str = "xferlint fix"
     # The enabled rule classes (SARIF lists every one, findings or not); empty: every rule.
     rules: tuple = ()
+    # Per-method device timelines (analyzer/timeline.py), for the formats that draw programs
+    # (html, model-explorer); the pipeline collects them only for those (`TIMELINE_FORMATS`).
+    timelines: tuple = ()
+
+
+FORMATS = ("text", "json", "sarif", "html")
+TIMELINE_FORMATS = frozenset({"html"})
 
 
 def display_path(path: str, root: Optional[str] = None) -> str:
@@ -29,7 +36,11 @@ def display_path(path: str, root: Optional[str] = None) -> str:
 
 
 def emit(report, fmt: str, options: ReportOptions) -> str:
-    """Render a report in one of the formats: text, json, sarif."""
+    """Render a report in one of the `FORMATS`."""
+    if fmt == "html":
+        from xferlint.reporters.html import emit as emit_html
+
+        return emit_html(report, options)
     if fmt == "json":
         from xferlint.reporters.json import emit as emit_json
 
