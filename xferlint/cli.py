@@ -56,7 +56,7 @@ def _byte_budget(text: str) -> int:
     return value
 
 
-FORMATS = ("text", "json", "sarif", "html")  # reporters.FORMATS, without importing the reporters
+FORMATS = ("text", "json", "sarif", "html", "model-explorer")  # reporters.FORMATS, without importing the reporters
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -73,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_selection(check)
     check.add_argument("--output-format", "--format", dest="output_format", choices=FORMATS,
                        help="Output format (default: text); html: a self-contained page with a device timeline "
-                            "per method")
+                            "per method; model-explorer: node data (device per node, bytes per copy) for Model Explorer")
     check.add_argument("-o", "--output", metavar="FILE", help="Write the report to FILE (atomically)")
     check.add_argument("--exit-zero", action="store_true", default=None, help="Exit 0 even when there are findings")
     check.add_argument("--statistics", action="store_true", default=None, help="Show counts per rule")

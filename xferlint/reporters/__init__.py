@@ -20,8 +20,8 @@ class ReportOptions:
     timelines: tuple = ()
 
 
-FORMATS = ("text", "json", "sarif", "html")
-TIMELINE_FORMATS = frozenset({"html"})
+FORMATS = ("text", "json", "sarif", "html", "model-explorer")
+TIMELINE_FORMATS = frozenset({"html", "model-explorer"})
 
 
 def display_path(path: str, root: Optional[str] = None) -> str:
@@ -37,6 +37,10 @@ def display_path(path: str, root: Optional[str] = None) -> str:
 
 def emit(report, fmt: str, options: ReportOptions) -> str:
     """Render a report in one of the `FORMATS`."""
+    if fmt == "model-explorer":
+        from xferlint.reporters.model_explorer import emit as emit_me
+
+        return emit_me(report, options)
     if fmt == "html":
         from xferlint.reporters.html import emit as emit_html
 
