@@ -91,3 +91,24 @@ def test_renders_in_headless_chromium_without_console_messages(reports, tmp_path
     assert console == []
     assert 'data-ready="1"' in done.stdout
     assert done.stdout.count('class="finding ') == len(reports[0]["findings"])
+
+
+def test_a_thousand_node_program_collapses_to_a_few_columns():
+    from xferlint.analyzer.timeline import MethodTimeline, TimelineCopy, TimelineNode
+    from xferlint.reporters.html_timeline import Mark, columns, render
+
+    nodes, copies = [], []
+    for i in range(1000):
+        copy = i % 250 == 125
+        device = "cuda:0" if (i // 250) % 2 else "cpu"
+        nodes.append(TimelineNode(index=i, name=f"n{i}", kind="h2d" if copy else "compute",
+                                  target="et_copy._h2d_copy.out" if copy else "aten.add.out", device=device))
+        if copy:
+            copies.append(TimelineCopy(index=i, node=f"n{i}", direction="h2d", source="cpu", target="cuda:0",
+                                       nbytes=4096))
+    timeline = MethodTimeline("big.py", "program", "forward", "graph", tuple(nodes), tuple(copies))
+    cols = columns(timeline, frozenset({"n500"}))
+    assert len(cols) <= 16
+    assert sum(len(c.ops) for c in cols) == 1000
+    svg, anchors = render(timeline, "m0", [Mark("f-1", 1, "warning", ("n500",), ())])
+    assert anchors["f-1"] in svg and svg.count('data-bytes="4096"') == 4
