@@ -78,7 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="file.py, file.py:attr, package.module:attr, a .pte file or a directory")
     _add_selection(check)
     check.add_argument("--output-format", "--format", dest="output_format", choices=tuple(FORMATS),
-                       help="Output format (default: text)")
+                       help="Output format (default: text); html: a self-contained page with a device timeline "
+                            "per method; model-explorer: node data (device per node, bytes per copy) for Model Explorer")
     check.add_argument("-o", "--output", "--output-file", dest="output", metavar="FILE",
                        help="Write the report to FILE (atomically)")
     check.add_argument("--exit-zero", action="store_true", default=None, help="Exit 0 even when there are findings")
@@ -199,7 +200,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     from xferlint.fixes.driver import settle_fixability
     from xferlint.frontends.discovery import from_settings
     from xferlint.pipeline import check_paths, configure
-    from xferlint.reporters import ReportOptions, emit
+    from xferlint.reporters import TIMELINE_FORMATS, ReportOptions, emit
     from xferlint.selection import select_rules
 
     settings = _settings(args)
@@ -213,7 +214,9 @@ def cmd_check(args: argparse.Namespace) -> int:
 
         source_map = read_etrecord(args.etrecord)
     discovery = from_settings(settings.exclude, settings.extend_exclude)
-    run = check_paths(paths, rules, strict=settings.strict, source_map=source_map, discovery=discovery)
+    draws = settings.output_format in TIMELINE_FORMATS
+    run = check_paths(paths, rules, strict=settings.strict, source_map=source_map, discovery=discovery,
+                      timelines=draws)
     tried = settle_fixability(run, rules, unsafe_fixes=settings.unsafe_fixes, strict=settings.strict)
     if args.diff:
         return _check_diff(run, rules, settings, tried, settings.output)
@@ -229,7 +232,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     for error in report.errors:
         print(f"error: {error.message}", file=sys.stderr)
     options = ReportOptions(statistics=settings.statistics, project_root=settings.project_root,
-                            rules=tuple(type(rule) for rule in rules))
+                            rules=tuple(type(rule) for rule in rules), timelines=tuple(run.timelines or ()))
     _write(emit(report, settings.output_format, options), settings.output)
     if report.errors:
         return EXIT_ERROR

@@ -30,7 +30,8 @@ class Settings:
     select: Optional[list[str]] = described("Rules to enable (codes, prefixes, names, ALL)", default=None)
     extend_select: list[str] = described("Rules to enable on top of `select`", default_factory=list)
     ignore: list[str] = described("Rules to disable", default_factory=list)
-    output_format: Literal["text", "json", "json-lines", "sarif", "github", "gitlab", "junit"] = described("Output format", default="text")
+    output_format: Literal["text", "json", "json-lines", "sarif", "github", "gitlab", "junit", "html",
+                           "model-explorer"] = described("Output format", default="text")
     output: Optional[str] = described("Write the report to this file instead of stdout", default=None)
     exit_zero: bool = described("Exit 0 even when there are findings", default=False)
     statistics: bool = described("Show counts per rule instead of each finding", default=False)

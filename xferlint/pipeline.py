@@ -16,6 +16,7 @@ from typing import Any, Iterable, Iterator, Optional, Sequence
 
 from xferlint.analyzer.facts import DeviceFacts
 from xferlint.analyzer.summary import MethodTransfers, method_transfers
+from xferlint.analyzer.timeline import MethodTimeline, method_timeline
 from xferlint.analyzer.view import ProgramView
 from xferlint.errors import InputError, UnmodelledOpError, XferlintError
 from xferlint.findings import Finding, InputErrorEntry
@@ -45,14 +46,17 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def analyze(view: ProgramView, rules: Sequence[Rule], transfers: Optional[list[MethodTransfers]] = None) -> list[Finding]:
+def analyze(view: ProgramView, rules: Sequence[Rule], transfers: Optional[list[MethodTransfers]] = None,
+            timelines: Optional[list[MethodTimeline]] = None) -> list[Finding]:
     """Run the analysis and every rule over every method of a program; with `transfers`,
-    also append each method's transfer summary to it."""
+    also append each method's transfer summary to it, with `timelines` its device timeline
+    (for the HTML and Model Explorer reporters)."""
     with collector_paused():
-        return _analyze(view, rules, transfers)
+        return _analyze(view, rules, transfers, timelines)
 
 
-def _analyze(view: ProgramView, rules: Sequence[Rule], transfers: Optional[list[MethodTransfers]]) -> list[Finding]:
+def _analyze(view: ProgramView, rules: Sequence[Rule], transfers: Optional[list[MethodTransfers]],
+             timelines: Optional[list[MethodTimeline]] = None) -> list[Finding]:
     findings: list[Finding] = []
     for method in view.methods:
         ctx = RuleContext(program=view, method=method, facts=DeviceFacts.compute(method))
@@ -63,6 +67,8 @@ def _analyze(view: ProgramView, rules: Sequence[Rule], transfers: Optional[list[
         findings.extend(mine)
         if transfers is not None:
             transfers.append(method_transfers(view.input, view.name, method, ctx.facts, mine))
+        if timelines is not None:
+            timelines.append(method_timeline(view.input, view.name, view.kind, method, ctx.facts))
     return findings
 
 
@@ -119,6 +125,8 @@ class CheckRun:
     loaded: list[LoadedProgram] = field(default_factory=list)
     inputs: int = 0
     transfers: list[MethodTransfers] = field(default_factory=list)
+    # Per-method device timelines, collected only when a reporter needs them (`timelines=True`).
+    timelines: Optional[list[MethodTimeline]] = None
 
     def findings_of(self, view: ProgramView) -> list[Finding]:
         return [f for f in self.findings if f.input == view.input and f.program == view.name]
@@ -153,11 +161,13 @@ def error_entry(label: str, exc: BaseException) -> InputErrorEntry:
 
 
 def check_paths(paths: Iterable[str], rules: Sequence[Rule], strict: bool = False,
-                source_map: Optional[dict] = None, discovery: Optional[Discovery] = None) -> CheckRun:
+                source_map: Optional[dict] = None, discovery: Optional[Discovery] = None,
+                timelines: bool = False) -> CheckRun:
     """Lint every input; one that fails becomes an error entry and the rest go on.
     `source_map` (from `--etrecord`) locates the instructions of `.pte` inputs;
-    `discovery` says what directories are searched for."""
-    run = CheckRun()
+    `discovery` says what directories are searched for; with `timelines`, the run also
+    keeps every method's device timeline (`run.timelines`)."""
+    run = CheckRun(timelines=[] if timelines else None)
     for spec in paths:
         try:
             entries = expand(spec, discovery)
@@ -183,11 +193,14 @@ def check_entry(run: CheckRun, entry: EntryPoint, rules: Sequence[Rule], strict:
         return
     for loaded in loaded_list:
         transfers: list[MethodTransfers] = []
+        timelines: Optional[list[MethodTimeline]] = [] if run.timelines is not None else None
         try:
-            findings = analyze(loaded.view, rules, transfers)
+            findings = analyze(loaded.view, rules, transfers, timelines)
         except Exception as exc:  # noqa: BLE001
             run.errors.append(error_entry(loaded.view.input, exc))
             continue
         run.loaded.append(loaded)
         run.findings.extend(findings)
         run.transfers.extend(transfers)
+        if timelines is not None and run.timelines is not None:
+            run.timelines.extend(timelines)

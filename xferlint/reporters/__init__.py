@@ -15,6 +15,12 @@ class ReportOptions:
     fix_hint: str = "xferlint fix"
     # The enabled rule classes (SARIF lists every one, findings or not); empty: every rule.
     rules: tuple = ()
+    # Per-method device timelines (analyzer/timeline.py), for the formats that draw programs
+    # (html, model-explorer); the pipeline collects them only for those (`TIMELINE_FORMATS`).
+    timelines: tuple = ()
+
+
+TIMELINE_FORMATS = frozenset({"html", "model-explorer"})
 
 
 def display_path(path: str, root: Optional[str] = None) -> str:
@@ -37,6 +43,8 @@ FORMATS = {
     "github": "xferlint.reporters.github",
     "gitlab": "xferlint.reporters.gitlab",
     "junit": "xferlint.reporters.junit",
+    "html": "xferlint.reporters.html",
+    "model-explorer": "xferlint.reporters.model_explorer",
 }
 
 

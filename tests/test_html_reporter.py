@@ -1,0 +1,114 @@
+"""The HTML report: parsed with html.parser (every finding listed and linked to the
+timeline, one lane per device, every copy with its bytes between its lanes, no external
+URL), deterministic, and rendered in headless Chromium with no console message."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from html.parser import HTMLParser
+
+import pytest
+
+from xferlint.cli import main
+
+SAMPLES = ["sample_models/host_op_splits_partition.py", "sample_models/redundant_round_trip.py",
+           "sample_models/cross_device_staging.py"]
+
+
+class Page(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.elements: list[tuple[str, dict]] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.elements.append((tag, dict(attrs)))
+
+    def by_id(self) -> dict:
+        return {a["id"]: (t, a) for t, a in self.elements if "id" in a}
+
+    def find(self, cls: str) -> list[dict]:
+        return [a for _, a in self.elements if cls in (a.get("class") or "").split()]
+
+
+@pytest.fixture(scope="session")
+def reports(tmp_path_factory):
+    out = tmp_path_factory.mktemp("html")
+    main(["check", *SAMPLES, "--isolated", "--format", "json", "-o", str(out / "r.json")])
+    main(["check", *SAMPLES, "--isolated", "--format", "html", "-o", str(out / "r.html")])
+    return json.loads((out / "r.json").read_text()), (out / "r.html").read_text(), out / "r.html"
+
+
+def test_every_finding_listed_and_linked(reports):
+    data, text, _ = reports
+    page = Page()
+    page.feed(text)
+    ids = page.by_id()
+    items = page.find("finding")
+    assert len(items) == len(data["findings"]) > 0
+    for item, finding in zip(items, data["findings"]):
+        assert item["data-code"] == finding["code"]
+        link = next(a for _, a in page.elements if a.get("class") == "tl-link" and a.get("data-finding") == item["id"])
+        column = ids[link["href"][1:]][1]
+        assert item["id"] in column["data-findings"].split()
+        assert any(a.get("href") == f"#{item['id']}" for a in page.find("marker"))
+        assert f"{finding['location']['line']:>5} | " in text
+
+
+def test_lanes_per_device_and_copies_with_bytes(reports):
+    data, text, _ = reports
+    page = Page()
+    page.feed(text)
+    lanes = {a["data-device"] for a in page.find("lane")}
+    assert {"cpu", "cuda:0", "cuda:1"} <= lanes
+    copies = page.find("copy")
+    pairs = {(p["source"], p["target"]): p["bytes"] for p in data["summary"]["transfers"]["pairs"]}
+    drawn: dict = {}
+    for c in copies:
+        key = (c["data-source"], c["data-target"])
+        drawn[key] = drawn.get(key, 0) + int(c["data-bytes"])
+    assert drawn == pairs
+    assert len(copies) == sum(p["copies"] for p in data["summary"]["transfers"]["pairs"])
+
+
+def test_no_external_url_and_deterministic(reports, tmp_path):
+    _, text, _ = reports
+    assert not re.search(r"[a-z]+://", text, re.I)
+    main(["check", *SAMPLES, "--isolated", "--format", "html", "-o", str(tmp_path / "again.html")])
+    assert (tmp_path / "again.html").read_text() == text
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="chromium is not installed (.ci/run installs it)")
+def test_renders_in_headless_chromium_without_console_messages(reports, tmp_path):
+    _, _, path = reports
+    cmd = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0",
+           f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", path.as_uri()]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    console = [line for line in done.stderr.splitlines() if ":CONSOLE" in line]
+    assert console == []
+    assert 'data-ready="1"' in done.stdout
+    assert done.stdout.count('class="finding ') == len(reports[0]["findings"])
+
+
+def test_a_thousand_node_program_collapses_to_a_few_columns():
+    from xferlint.analyzer.timeline import MethodTimeline, TimelineCopy, TimelineNode
+    from xferlint.reporters.html_timeline import Mark, columns, render
+
+    nodes, copies = [], []
+    for i in range(1000):
+        copy = i % 250 == 125
+        device = "cuda:0" if (i // 250) % 2 else "cpu"
+        nodes.append(TimelineNode(index=i, name=f"n{i}", kind="h2d" if copy else "compute",
+                                  target="et_copy._h2d_copy.out" if copy else "aten.add.out", device=device))
+        if copy:
+            copies.append(TimelineCopy(index=i, node=f"n{i}", direction="h2d", source="cpu", target="cuda:0",
+                                       nbytes=4096))
+    timeline = MethodTimeline("big.py", "program", "forward", "graph", tuple(nodes), tuple(copies))
+    cols = columns(timeline, frozenset({"n500"}))
+    assert len(cols) <= 16
+    assert sum(len(c.ops) for c in cols) == 1000
+    svg, anchors = render(timeline, "m0", [Mark("f-1", 1, "warning", ("n500",), ())])
+    assert anchors["f-1"] in svg and svg.count('data-bytes="4096"') == 4
