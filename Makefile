@@ -21,7 +21,7 @@ demo: $(STAMP)
 	@$(VENV)/bin/xferlint check sample_models; rc=$$?; test $$rc -le 1
 
 test: $(STAMP)
-	$(VENV)/bin/python -m pytest -q tests
+	$(VENV)/bin/python -m pytest -q -n 2 tests
 
 bench: $(STAMP)
 	$(VENV)/bin/python benchmarks/run.py
