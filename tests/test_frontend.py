@@ -275,3 +275,20 @@ def test_symbolic_sizes_give_no_bytes():
     (finding,) = lint(ProgramView(input="v", name="v", kind="graph", methods=(method,)))
     assert finding.code == "XF001" and finding.bytes is None
     assert "symbolic" in finding.message
+
+
+def test_a_location_recorded_on_another_machine_is_found_beside_the_archive(tmp_path):
+    """A .pt2 exported elsewhere records absolute paths that do not exist here: the file
+    with the same path tail next to the archive (or above it) is used, column included."""
+    from xferlint.analyzer.view import SourceLocation
+    from xferlint.frontends.source import relocate
+
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "net.py").write_text("import torch\n\ndef f(x):\n    return x.cpu()\n")
+    archive = tmp_path / "models" / "pt2" / "net.pt2"
+    recorded = SourceLocation(file="/elsewhere/build/models/net.py", line=4, column=1, function="f",
+                              code="return x.cpu()")
+    moved = relocate(recorded, str(archive), {})
+    assert moved.file == str(tmp_path / "models" / "net.py") and moved.line == 4 and moved.column == 5
+    missing = SourceLocation(file="/elsewhere/other.py", line=1, column=1, function="f", code=None)
+    assert relocate(missing, str(archive), {}) == missing

@@ -72,3 +72,33 @@ def location_from_stack_trace(stack_trace: Optional[str]) -> Optional[SourceLoca
             code=code,
         )
     return None
+
+
+def relocate(location: Optional[SourceLocation], anchor: str, cache: dict) -> Optional[SourceLocation]:
+    """A location recorded on another machine (an archive exported elsewhere): when its file
+    does not exist here, the file with the longest matching path tail beside `anchor` (the
+    archive) or in its parent directories, else the location as recorded."""
+    if location is None or os.path.exists(location.file):
+        return location
+    if location.file not in cache:
+        cache[location.file] = _beside(location.file, anchor)
+    found = cache[location.file]
+    if found is None:
+        return location
+    return SourceLocation(file=found, line=location.line, column=_column(found, location.line, location.code),
+                          function=location.function, code=location.code)
+
+
+def _beside(recorded: str, anchor: str, levels: int = 4) -> Optional[str]:
+    parts = [p for p in recorded.replace("\\", "/").split("/") if p]
+    directory = os.path.dirname(os.path.abspath(anchor))
+    for _ in range(levels):
+        for n in range(min(len(parts), 4), 0, -1):
+            candidate = os.path.join(directory, *parts[-n:])
+            if os.path.isfile(candidate):
+                return candidate
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            break
+        directory = parent
+    return None

@@ -14,7 +14,7 @@ Every field is type-checked as it is read; a malformed one is a one-line Pt2Form
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterator, Optional
 
 from xferlint.analyzer.lattice import Device
@@ -24,7 +24,7 @@ from xferlint.frontends import LoadedProgram
 from xferlint.frontends.aten import ALIAS_OPS, COPY_INTO_OP, IGNORED_OPS, TO_DEVICE_OPS, transfer_kind
 from xferlint.frontends.bounded import read_file, safe_text
 from xferlint.frontends.pt2.archive import Pt2Archive, Pt2FormatError, open_archive
-from xferlint.frontends.source import location_from_stack_trace
+from xferlint.frontends.source import location_from_stack_trace, relocate
 
 # torch/_export/serde/schema.py ScalarType -> (torch's name, bytes per element)
 SCALAR_TYPES: dict[int, tuple[str, Optional[int]]] = {
@@ -299,6 +299,11 @@ class _MethodReader:
 def view_of(archive: Pt2Archive, label: str, name: str, path: Optional[str], strict: bool = False) -> ProgramView:
     gm = _dict(archive.model.get("graph_module"), "graph_module")
     method = _MethodReader(gm, strict).read()
+    if path is not None:
+        cache: dict = {}
+        nodes = tuple(n if n.location is None else replace(n, location=relocate(n.location, path, cache))
+                      for n in method.nodes)
+        method = replace(method, nodes=nodes)
     return ProgramView(input=label, name=name, kind="pt2", methods=(method,), file=path)
 
 
