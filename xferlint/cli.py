@@ -324,8 +324,7 @@ def _check_fix(run, rules, settings, tried) -> None:
             print(line, file=sys.stderr)
         adopt(run, loaded, result)
     for loaded in run.loaded:
-        if loaded.view.kind != "pte" and any(f.fixable for f in run.findings if f.input == loaded.view.input
-                                             and f.program == loaded.view.name):
+        if loaded.view.kind != "pte" and any(f.fixable for f in run.findings_of(loaded.view)):
             print(f"{loaded.view.input}: not fixed: an entry point is code, --fix rewrites only .pte files; "
                   f"write the fixed program with `xferlint fix {loaded.view.input} -o OUT.pte`", file=sys.stderr)
 

@@ -49,10 +49,6 @@ def fix_input(spec: str, rules: Sequence[Rule], *, unsafe_fixes: bool = False, s
     return fix_loaded(loaded[0], rules, unsafe_fixes=unsafe_fixes, strict=strict)
 
 
-def _findings_of(run: CheckRun, view: ProgramView) -> list[Finding]:
-    return run.findings_of(view)
-
-
 def _refusals(result) -> dict[tuple, str]:
     """Finding key -> why its fix was not applied (fixes that only want --unsafe-fixes are
     not refused: they stay fixable, as unsafe)."""
@@ -77,10 +73,6 @@ def _mark_refused(findings: list[Finding], refused: dict[tuple, str]) -> list[Fi
     return out
 
 
-def _replace_program(run: CheckRun, view: ProgramView, findings: list[Finding], after: Optional[ProgramView] = None):
-    run.replace_findings(view, findings, after)
-
-
 def settle_fixability(run: CheckRun, rules: Sequence[Rule], *, unsafe_fixes: bool = False,
                       strict: bool = False) -> dict[int, object]:
     """Mark fixable only what a fix will remove: a `.pte` fix is tried (the memory-plan
@@ -89,7 +81,7 @@ def settle_fixability(run: CheckRun, rules: Sequence[Rule], *, unsafe_fixes: boo
     tried: dict[int, object] = {}
     for loaded in run.loaded:
         view = loaded.view
-        mine = _findings_of(run, view)
+        mine = run.findings_of(view)
         if not any(f.fixable for f in mine):
             continue
         try:
@@ -106,7 +98,7 @@ def settle_fixability(run: CheckRun, rules: Sequence[Rule], *, unsafe_fixes: boo
         except FixError as exc:
             refused = {finding_key(f): str(exc) for f in mine}
         if refused:
-            _replace_program(run, view, _mark_refused(mine, refused))
+            run.replace_findings(view, _mark_refused(mine, refused))
     return tried
 
 
@@ -124,7 +116,7 @@ def fix_run(run: CheckRun, rules: Sequence[Rule], *, unsafe_fixes: bool = False,
         view = loaded.view
         if kinds is not None and view.kind not in kinds:
             continue
-        if not any(f.fixable for f in _findings_of(run, view)) and id(loaded) not in tried:
+        if not any(f.fixable for f in run.findings_of(view)) and id(loaded) not in tried:
             continue
         try:
             result = tried.get(id(loaded)) or fix_loaded(loaded, rules, unsafe_fixes=unsafe_fixes, strict=strict)
@@ -141,4 +133,4 @@ def adopt(run: CheckRun, loaded: LoadedProgram, result) -> None:
     view = loaded.view
     after = ProgramView(input=view.input, name=view.name, kind=view.kind, file=view.file,
                         methods=tuple(m.after for m in result.methods)) if result.methods else view
-    _replace_program(run, view, _mark_refused(list(result.remaining), _refusals(result)), after)
+    run.replace_findings(view, _mark_refused(list(result.remaining), _refusals(result)), after)

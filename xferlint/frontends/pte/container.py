@@ -83,15 +83,20 @@ def _identify(data: bytes) -> str:
     return f"not an ExecuTorch program (file identifier {ident!r}, expected {FILE_IDENTIFIER!r})"
 
 
-def check_header(head: bytes, size: int) -> None:
-    """What can be told from the first bytes and the size alone (before reading the rest):
-    raises PteFormatError for an empty, tiny or foreign file."""
+def _check_identity(head: bytes, size: int) -> None:
+    """An empty, tiny or foreign file is no .pte (PteFormatError)."""
     if size == 0:
         raise PteFormatError("empty file, not a .pte program")
     if size < 16:
         raise PteFormatError(f"too short to be a .pte program ({size} bytes)")
     if head[4:8] != FILE_IDENTIFIER:
         raise PteFormatError(_identify(head))
+
+
+def check_header(head: bytes, size: int) -> None:
+    """What can be told from the first bytes and the size alone (before reading the rest):
+    raises PteFormatError for an empty, tiny, foreign or truncated file."""
+    _check_identity(head, size)
     header = read_header(head)
     if header is not None and header.program_size > size:
         raise PteFormatError(f"truncated: the header says the program takes {header.program_size} bytes, "
@@ -104,12 +109,7 @@ HEADER_PEEK = 64  # bytes `check_header` needs: the identifier and the extended 
 def parse_container(data: bytes) -> Container:
     """Check the identifier, the extended header and the segment bounds."""
     size = len(data)
-    if size == 0:
-        raise PteFormatError("empty file, not a .pte program")
-    if size < 16:
-        raise PteFormatError(f"too short to be a .pte program ({size} bytes)")
-    if data[4:8] != FILE_IDENTIFIER:
-        raise PteFormatError(_identify(data))
+    _check_identity(data, size)
     header = read_header(data)
     program_size = size
     if header is not None:
