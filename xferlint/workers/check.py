@@ -111,7 +111,8 @@ def check_paths(paths: Iterable[str], rules: Sequence[Rule], *, strict: bool = F
                 write_stderr(data)
 
             outcomes = run_tasks(tasks, jobs or default_jobs(), timeout,
-                                 on_change=lambda n, running: progress.update(done + n, running),
+                                 on_change=(lambda n, running: progress.update(done + n, running))
+                                 if progress.enabled else None,
                                  write=write, timeout_message=timed_out)
             for i, outcome in zip(remote, outcomes):
                 parts[i] = _merged_part(slots[i], outcome, timelines)

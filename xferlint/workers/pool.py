@@ -19,6 +19,7 @@ an exception (KeyboardInterrupt, SIGTERM unwinding) kills and reaps every child 
 
 from __future__ import annotations
 
+import faulthandler
 import math
 import os
 import pickle
@@ -364,6 +365,12 @@ def _settle_child(output_w: int) -> None:
     os.dup2(output_w, 1)
     os.dup2(output_w, 2)
     os.close(output_w)
+    # Python-level streams on those descriptors, whatever the parent had put there (a
+    # test runner's capture, an embedding program's objects).
+    sys.stdout = open(1, "w", buffering=1, encoding="utf-8", errors="backslashreplace", closefd=False)
+    sys.stderr = open(2, "w", buffering=1, encoding="utf-8", errors="backslashreplace", closefd=False)
+    if faulthandler.is_enabled():  # on a descriptor of the parent's: dump into our own stderr
+        faulthandler.enable(file=sys.stderr)
 
 
 def _die_with_parent() -> None:
