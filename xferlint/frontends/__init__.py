@@ -33,6 +33,11 @@ class Detached:
 
     fix: Any = None
     fix_error: Optional[str] = None
+    classes: frozenset = frozenset()  # the class names of the native program's type and bases
+
+    @staticmethod
+    def class_names(native: Any) -> frozenset:
+        return frozenset(c.__name__ for c in type(native).__mro__) if native is not None else frozenset()
 
     def fixed(self, label: str) -> Any:
         from xferlint.errors import FixError

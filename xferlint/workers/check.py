@@ -68,6 +68,7 @@ class Partial:
     transfers: list[MethodTransfers]
     timelines: Optional[list[MethodTimeline]]
     fixes: list[Optional[Union[Any, str]]]  # per view: FixResult without program | why not | None
+    classes: list[frozenset]  # per view: the native program's class names (Detached.classes)
 
 
 def preload(extra: Sequence[str] = ()) -> None:
@@ -146,8 +147,9 @@ def _merged_part(entry: EntryPoint, outcome: Union[Done, Failed], timelines: boo
         return part
     got: Partial = outcome.payload
     part.errors.extend(got.errors)
-    for view, tried in zip(got.views, got.fixes):
-        native = Detached(fix=tried) if not isinstance(tried, str) else Detached(fix_error=tried)
+    for view, tried, classes in zip(got.views, got.fixes, got.classes):
+        native = Detached(fix=tried, classes=classes) if not isinstance(tried, str) else \
+            Detached(fix_error=tried, classes=classes)
         part.loaded.append(LoadedProgram(view=view, native=native))
     part.findings.extend(got.findings)
     part.transfers.extend(got.transfers)
@@ -170,7 +172,8 @@ def _check_task(entry: EntryPoint, rules: Sequence[Rule], strict: bool, timeline
                                                                    "KeyboardInterrupt")))
         fixes = _try_fixes(part, rules, strict, fix) if fix is not None else [None] * len(part.loaded)
         return Partial(errors=part.errors, views=[loaded.view for loaded in part.loaded], findings=part.findings,
-                       transfers=part.transfers, timelines=part.timelines, fixes=fixes)
+                       transfers=part.transfers, timelines=part.timelines, fixes=fixes,
+                       classes=[Detached.class_names(loaded.native) for loaded in part.loaded])
 
     return run
 
