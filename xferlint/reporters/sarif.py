@@ -58,7 +58,7 @@ from xferlint import __version__
 from xferlint.findings import Finding, Severity, Step
 from xferlint.findings import Location as SourceLine
 from xferlint.fingerprint import SCHEME, finding_key, fingerprints
-from xferlint.fsutil import find_upward
+from xferlint import fsutil
 from xferlint.reporters.sarif_serialize import dumps, new
 from xferlint.serialize import to_jsonable
 
@@ -79,10 +79,7 @@ def project_root(explicit: Optional[str]) -> str:
     Code scanning resolves URIs against the repository root, so the default is the
     repository, not wherever xferlint happens to run from.
     """
-    if explicit:
-        return os.path.abspath(explicit)
-    here = os.getcwd()
-    return find_upward(here, lambda d: os.path.exists(os.path.join(d, ".git"))) or here
+    return fsutil.project_root(explicit)
 
 
 def _root_uri(root: str) -> str:
