@@ -186,3 +186,15 @@ def test_directive_parsing():
     assert d.scope == "file" and d.codes == ("XF006",)
     (d,) = parse_comment("# xferlint: noqa", 0)
     assert d.blanket and d.covers("XF012")
+
+
+def test_a_noqa_comment_does_not_change_the_fingerprint():
+    """Adding `# xferlint: noqa` to a line keeps its baseline entry and its code-scanning alert."""
+    from xferlint.fingerprint import _text
+    from xferlint.findings import Location
+
+    def text(code):
+        return _text(Location(file="m.py", line=3, code=code), "n")
+
+    assert text("a = x + y  # xferlint: noqa: XF001 until Q3") == text("a = x + y") == "a=x+y"
+    assert text('s = "#1" + t') != text('s = "" + t')
