@@ -198,3 +198,13 @@ def test_a_noqa_comment_does_not_change_the_fingerprint():
 
     assert text("a = x + y  # xferlint: noqa: XF001 until Q3") == text("a = x + y") == "a=x+y"
     assert text('s = "#1" + t') != text('s = "" + t')
+
+
+def test_xferlint_fix_also_removes_stale_noqa_codes(capfd, scratch, monkeypatch):
+    _write(scratch, first="  # xferlint: noqa: XF003")
+    monkeypatch.chdir(scratch)
+    code = main(["fix", "model.py", "-o", "fixed.pte", "--isolated"])
+    _, err = capfd.readouterr()
+    assert code == 0 and "removed 1 unused noqa directive (XF100)" in err, err
+    assert (scratch / "model.py").read_text() == MODEL.format(first="", second="")
+    assert (scratch / "fixed.pte").is_file()

@@ -361,6 +361,9 @@ def cmd_fix(args: argparse.Namespace) -> int:
     if os.path.isfile(output) and not os.stat(output).st_mode & 0o222:
         raise UsageError(f"{output}: the file is read-only; not replacing it")
     result = fix_input(args.input, rules, unsafe_fixes=settings.unsafe_fixes, strict=settings.strict)
+    from xferlint.noqa_commands import fix_comments_of
+
+    fix_comments_of(args.input, rules, settings.project_root, settings.strict)  # XF100: the model's comments
     if args.diff:
         sys.stdout.write(result.diff())
     for line in result.summary_lines() + result.notes:

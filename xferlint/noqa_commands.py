@@ -69,6 +69,17 @@ def fix_comments(run) -> None:
     run.comment_findings = [f for f in run.comment_findings if id(f) not in gone]
 
 
+def fix_comments_of(spec: str, rules, project_root, strict: bool = False) -> None:
+    """The XF100 fix under `xferlint fix INPUT`: lint the input's program (its comments need
+    the whole check) and remove what is stale from its source files."""
+    if not any(rule.code == "XF100" for rule in rules) or spec.endswith((".pte", ".pt2")):
+        return
+    from xferlint.fsutil import project_root as resolve_root
+    from xferlint.pipeline import check_paths
+
+    fix_comments(check_paths([spec], rules, strict=strict, project_root=resolve_root(project_root)))
+
+
 def accepted_by_baseline(findings: Iterable, path: str) -> list[Suppressed]:
     """Baseline-accepted findings as suppressed (SARIF `external`)."""
     return [Suppressed(f, Suppression("external", None, path)) for f in findings]

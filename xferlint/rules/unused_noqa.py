@@ -59,9 +59,10 @@ class UnusedNoqa(Rule):
     Safe. The fix edits comments only: it removes the stale codes from the comment, or
     the whole directive when it names no code that is still used (a justification after
     the codes goes with it), and keeps the rest of the comment and other tools' codes
-    (`# noqa: E501`). `xferlint check --fix` applies it to the model's source file
-    atomically, keeping its encoding and line endings; it is the one fix xferlint writes to
-    Python source, because it changes no code.
+    (`# noqa: E501`). `xferlint check --fix` and `xferlint fix` apply it to the model's
+    source file atomically, keeping its encoding and line endings; it is the one fix
+    xferlint writes to Python source (entry points are the user's code), and it may,
+    because it changes no code.
 
     ## References
     - ruff `RUF100` (unused-noqa)
