@@ -100,9 +100,13 @@ def add_noqa(findings: Iterable[Finding], root: str) -> Outcome:
     """Write `# xferlint: noqa: CODE` on the line of every finding inside `root`."""
     outcome = Outcome()
     wanted: dict[str, dict[int, set[str]]] = defaultdict(lambda: defaultdict(set))
+    unlocated = 0
     for f in findings:
         loc = f.location
-        if loc is None or f.code == "XF100":
+        if f.code == "XF100":
+            continue
+        if loc is None:
+            unlocated += 1
             continue
         reason = not_honoured(loc.file, root)
         if reason is not None:
@@ -129,6 +133,9 @@ def add_noqa(findings: Iterable[Finding], root: str) -> Outcome:
                 count += 1
         if count:
             _write(path, source, outcome, count)
+    if unlocated:
+        outcome.skipped.append(f"{unlocated} finding{'s have' if unlocated != 1 else ' has'} no source line (a .pte "
+                               "without --etrecord, a graph without stack traces): nothing to mark")
     return outcome
 
 

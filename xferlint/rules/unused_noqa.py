@@ -26,6 +26,17 @@ def _build(comment: str, **kwargs):
     return lowered_source(_MODEL.format(comment=comment), ["cuda:0", "cuda:0"], **kwargs)
 
 
+def _line_text(path: str, line: int) -> str:
+    """The line as it is now (the file may have been edited since it was first read)."""
+    import io
+
+    from xferlint.suppression import decode, read_source
+
+    data = read_source(path)
+    lines = io.StringIO(decode(data)[0], newline="").readlines() if data else []
+    return lines[line - 1].strip() if 0 < line <= len(lines) else ""
+
+
 class UnusedNoqa(Rule):
     """A `# xferlint: noqa` comment that suppresses nothing.
 
@@ -130,12 +141,10 @@ class UnusedNoqa(Rule):
         return f"Unused {kind} directive ({'; '.join(parts)})"
 
     def _finding(self, record, directive, message: str) -> Finding:
-        from xferlint.frontends.files import source_line
-
         view = record.sources[directive.file]
         method = view.methods[0] if view.methods else None
         # A finding about a comment reads no device facts: the context is only its program.
         ctx = RuleContext(program=view, method=method, facts=None)  # type: ignore[arg-type]
-        code = source_line(directive.file, directive.line).strip() or None
+        code = _line_text(directive.file, directive.line) or None
         location = SourceLocation(file=directive.file, line=directive.line, column=directive.column, code=code)
         return ctx.finding(self, message, (), location=location)
