@@ -103,6 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--write-baseline", metavar="FILE", help="Record the current findings in FILE and exit 0")
     check.add_argument("--prune-baseline", action="store_true",
                        help="With --baseline: drop the entries nothing matches any more from the file")
+    check.add_argument("--add-noqa", action="store_true",
+                       help="Write `# xferlint: noqa: CODE` on the line of every reported finding inside the project "
+                            "root (keeping the line's comment and other tools' codes) and exit")
     check.add_argument("--exclude", action="append", metavar="PATTERNS",
                        help="Comma-separated glob patterns that directory discovery skips, replacing the defaults "
                             "(hidden and test folders, conftest.py, test_*.py, virtual envs, build output)")
@@ -215,24 +218,36 @@ def cmd_check(args: argparse.Namespace) -> int:
         source_map = read_etrecord(args.etrecord)
     discovery = from_settings(settings.exclude, settings.extend_exclude)
     draws = settings.output_format in TIMELINE_FORMATS
+    from xferlint import noqa_commands
+    from xferlint.fsutil import project_root
+
+    root = project_root(settings.project_root)
     run = check_paths(paths, rules, strict=settings.strict, source_map=source_map, discovery=discovery,
-                      timelines=draws)
+                      timelines=draws, project_root=root)
+    noqa_commands.print_notes(run)
     tried = settle_fixability(run, rules, unsafe_fixes=settings.unsafe_fixes, strict=settings.strict)
     if args.diff:
         return _check_diff(run, rules, settings, tried, settings.output)
     if args.fix:
         _check_fix(run, rules, settings, tried)
+        noqa_commands.fix_comments(run)
     if args.prune_baseline and not args.baseline:
         raise UsageError("--prune-baseline needs --baseline FILE")
+    accepted, absent = [], None
     if args.write_baseline or args.baseline:
-        written = _baseline(run, args)
+        written, matched = _baseline(run, args)
         if written:
             return EXIT_CLEAN if not run.errors else EXIT_ERROR
-    report = run.report()
+        accepted, absent = noqa_commands.accepted_by_baseline(matched.baselined, args.baseline), tuple(matched.stale)
+    if args.add_noqa:
+        failed = noqa_commands.add_noqa(run, root)
+        return EXIT_ERROR if failed or run.errors else EXIT_CLEAN
+    report = run.report(suppressed=len(accepted))
     for error in report.errors:
         print(f"error: {error.message}", file=sys.stderr)
     options = ReportOptions(statistics=settings.statistics, project_root=settings.project_root,
-                            rules=tuple(type(rule) for rule in rules), timelines=tuple(run.timelines or ()))
+                            rules=tuple(type(rule) for rule in rules), timelines=tuple(run.timelines or ()),
+                            suppressed=tuple(run.record.suppressed) + tuple(accepted), baseline_absent=absent)
     _write(emit(report, settings.output_format, options), settings.output)
     if report.errors:
         return EXIT_ERROR
@@ -241,8 +256,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     return EXIT_CLEAN
 
 
-def _baseline(run, args) -> bool:
-    """Apply `--baseline` to the run (True: `--write-baseline` wrote a file instead)."""
+def _baseline(run, args):
+    """Apply `--baseline` to the run: (True, None) when `--write-baseline` wrote a file
+    instead, else (False, what matching gave)."""
     from xferlint import baseline
 
     path = args.write_baseline or args.baseline
@@ -252,7 +268,7 @@ def _baseline(run, args) -> bool:
         _write_file(path, baseline.render(entries))
         total = sum(e.count for e in entries)
         print(f"Recorded {total} finding{'s' if total != 1 else ''} in {path}.", file=sys.stderr)
-        return True
+        return True, None
     matched = baseline.apply(run.findings, baseline.read(path), root)
     new_ids = {id(f) for f in matched.new}
     for loaded in run.loaded:
@@ -269,7 +285,7 @@ def _baseline(run, args) -> bool:
     elif matched.stale:
         print(f"note: {len(matched.stale)} entr{'ies' if len(matched.stale) != 1 else 'y'} of {path} no longer match "
               "(fixed or changed); --prune-baseline drops them", file=sys.stderr)
-    return False
+    return False, matched
 
 
 def _write_file(path: str, text: str) -> None:
@@ -345,6 +361,9 @@ def cmd_fix(args: argparse.Namespace) -> int:
     if os.path.isfile(output) and not os.stat(output).st_mode & 0o222:
         raise UsageError(f"{output}: the file is read-only; not replacing it")
     result = fix_input(args.input, rules, unsafe_fixes=settings.unsafe_fixes, strict=settings.strict)
+    from xferlint.noqa_commands import fix_comments_of
+
+    fix_comments_of(args.input, rules, settings.project_root, settings.strict)  # XF100: the model's comments
     if args.diff:
         sys.stdout.write(result.diff())
     for line in result.summary_lines() + result.notes:

@@ -113,3 +113,11 @@ def find_upward(start: str, found: Callable[[str], bool]) -> Optional[str]:
             return None
         directory = parent
     return directory
+
+
+def project_root(explicit: Optional[str] = None) -> str:
+    """`--project-root`, else the git work tree around the current directory, else cwd."""
+    if explicit:
+        return os.path.abspath(explicit)
+    here = os.getcwd()
+    return find_upward(here, lambda d: os.path.exists(os.path.join(d, ".git"))) or here

@@ -18,6 +18,12 @@ class ReportOptions:
     # Per-method device timelines (analyzer/timeline.py), for the formats that draw programs
     # (html, model-explorer); the pipeline collects them only for those (`TIMELINE_FORMATS`).
     timelines: tuple = ()
+    # Findings not reported, with why (`xferlint.suppression.Suppressed`: a noqa comment or
+    # the baseline); only SARIF shows them (as results with `suppressions`).
+    suppressed: tuple = ()
+    # With `--baseline`: the baseline's entries nothing matched any more (SARIF results with
+    # `baselineState: absent`); None without a baseline.
+    baseline_absent: Optional[tuple] = None
 
 
 TIMELINE_FORMATS = frozenset({"html", "model-explorer"})

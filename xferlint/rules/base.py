@@ -39,6 +39,8 @@ class Example:
     build: Callable[[], Any]
     expect: int
     description: str
+    # Other rules the example runs with (XF100 needs the findings a comment suppresses).
+    select: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -213,6 +215,12 @@ class Rule:
 
     def check(self, ctx: RuleContext) -> Iterable[Finding]:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def check_suppressions(self, record: Any) -> Iterable[Finding]:
+        """Findings about suppression comments, once per run after every program was
+        analysed: `record` (`xferlint.suppression.Record`) holds what each comment
+        suppressed and the source files of the programs. Only XF100 has any."""
+        return ()
 
     # -- documentation, from the docstring ------------------------------------------
     @classmethod
