@@ -112,6 +112,25 @@ def _refs(arg: Any, where: str) -> Iterator[str]:
                     yield item["as_name"]
 
 
+def body_label(body: dict[str, Any], k: int) -> str:
+    """The label of a higher-order op's subgraph argument `k` (`true_graph_0`)."""
+    return safe_text(body.get("name") or f"graph_{k}", 60)
+
+
+def body_scope(node_id: str, label: str) -> str:
+    """The scope of a subgraph of node `node_id` (its nodes are `<scope>/<name>`); the
+    `.pt2` fixes find the subgraph again by it."""
+    return f"{node_id}.{label}"
+
+
+def scoped(scope: str, name: str) -> str:
+    """The view id of a node or value `name` of the graph at `scope`."""
+    return f"{scope}/{name}" if scope else name
+
+
+value_refs = _refs  # public: the `.pt2` fixes check what their edits leave referenced
+
+
 def _op_name(target: str) -> tuple[str, str]:
     """`torch.ops.aten._to_copy.default` -> (`aten::_to_copy`, `default`)."""
     parts = target[len("torch.ops."):].split(".") if target.startswith("torch.ops.") else []
@@ -139,7 +158,7 @@ class _MethodReader:
         return node
 
     def _id(self, name: str) -> str:
-        return f"{self.scope}/{name}" if self.scope else name
+        return scoped(self.scope, name)
 
     def _ids(self, arg: Any, where: str) -> tuple[str, ...]:
         return tuple(self._id(r) for r in _refs(arg, where))
@@ -255,9 +274,9 @@ class _MethodReader:
             body = arg.get("as_graph") if isinstance(arg, dict) else None
             if not isinstance(body, dict):
                 continue
-            label = safe_text(body.get("name") or f"graph_{k}", 60)
+            label = body_label(body, k)
             child = _MethodReader(self.gm, self.strict, self.nodes, self.values, self.devices,
-                                  scope=f"{common['name']}.{label}")
+                                  scope=body_scope(common["name"], label))
             results = child.body(_dict(body.get("graph"), f"{where}.{label}"), bound, f"{where}.{label}")
             for src, dst in zip(results, outputs):
                 self.add(name=f"{common['name']}:merge", kind=OpKind.MOVE, target="merge", inputs=(src,),
