@@ -225,8 +225,11 @@ class _MethodBuilder:
                          outputs=(value_id(i),))
         first_instruction = len(self.nodes)
         multi = len(plan.chains) > 1
+        # inputs, constants and named mutable buffers (state a delegate may read directly, as
+        # in legacy mode) hold data before the first instruction: never a delegate's result
         fixed = set(plan.inputs) | {i for i, ev in enumerate(plan.values)
-                                    if ev.tensor is not None and (ev.tensor.data_buffer_idx > 0 or ev.tensor.external)}
+                                    if ev.tensor is not None and (ev.tensor.data_buffer_idx > 0 or ev.tensor.external
+                                                                  or (ev.tensor.planned and ev.tensor.fqn))}
         seen: set[int] = set()
         scopes = [_scopes(chain) for chain in plan.chains]
         for c, chain in enumerate(plan.chains):
