@@ -200,3 +200,15 @@ def test_fixing_a_pt2_imports_no_torch(pt2_file, tmp_path):
                            str(tmp_path / "o.pt2")], capture_output=True, text=True, timeout=120)
     assert done.returncode == 10, done.stdout + done.stderr
     assert os.path.getsize(tmp_path / "o.pt2") > 0
+
+
+def test_an_exported_program_entry_point_names_the_pt2_route(tmp_path, capsys):
+    """An ExportedProgram in memory is not rewritten: its fixable findings say how to fix
+    it (save it as .pt2), and carry no `[*]`."""
+    entry = tmp_path / "exported.py"
+    entry.write_text("from xferlint.testing.aten import export\n\n\ndef program():\n"
+                     "    return export('round_trip')\n")
+    assert main(["check", str(entry), "--isolated", "--output-format", "json"]) == 1
+    (finding,) = json.loads(capsys.readouterr().out)["findings"]
+    assert finding["code"] == "XF001" and finding["fixable"] is False
+    assert "torch.export.save" in finding["fix_refused"] and "fixed.pt2" in finding["fix_refused"]
