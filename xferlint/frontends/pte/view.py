@@ -18,7 +18,8 @@ frontend builds, plus a CFG over the instructions:
   appears twice; several outs are followed by a tensor list of them);
 - a delegate call's arguments are its inputs then its outputs, with no count in the file:
   the outputs are the trailing tensors that nothing wrote or read before the call and that
-  are neither method inputs nor constants (the emitter creates them for the call);
+  are neither method inputs, constants nor named mutable buffers (the emitter creates
+  them for the call);
 - the CFG: fall-through, chain to chain, and both edges of each `JumpFalseCall` (only one
   when the condition is a Bool constant no instruction writes, as in the jump that ends a
   `cond`'s true branch).
