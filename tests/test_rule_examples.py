@@ -54,7 +54,10 @@ def test_example(rule: type[Rule], rule_example: Example):
     for finding in findings:
         assert finding.name == rule.name
         assert finding.severity == rule.severity
-        assert finding.fixable == (rule.fix_applicability is not None)
+        # a rule that declares a fix may still report a finding it cannot fix (XF002 on
+        # ExecuTorch programs, XF004 when the copies cannot be shared); one that declares
+        # none never has a fixable finding
+        assert not finding.fixable or rule.fix_applicability is not None
         assert len(finding.nodes) == len(finding.devices)
         assert finding.nodes or finding.location is not None  # a finding about a comment has no nodes
         assert finding.message.strip()

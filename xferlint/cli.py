@@ -88,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="Per-call transfer budget of every method, in bytes: a method whose copies move "
                             "more is a finding (XF009)")
     check.add_argument("--fix", action="store_true",
-                       help="Apply the safe fixes and report what remains (.pte inputs are rewritten in place; "
+                       help="Apply the safe fixes and report what remains (.pte and .pt2 inputs are rewritten in place; "
                             "entry points, which are code, are fixed in memory: `xferlint fix` writes them)")
     check.add_argument("--unsafe-fixes", action="store_true", default=None,
                        help="With --fix/--diff, also apply the fixes marked unsafe")
@@ -121,8 +121,9 @@ def build_parser() -> argparse.ArgumentParser:
     rule.add_argument("--all", action="store_true", help="Explain every rule")
     rule.add_argument("--format", choices=("text", "json"), default="text")
 
-    fix = sub.add_parser("fix", help="Write a fixed program: the copies XF001/XF003/XF004 flag removed")
-    fix.add_argument("input", metavar="INPUT", help="file.py[:attr], package.module:attr or a .pte file: one program")
+    fix = sub.add_parser("fix", help="Write a fixed program: the copies XF001/XF003/XF004 flag removed (and XF002 made direct in a .pt2)")
+    fix.add_argument("input", metavar="INPUT",
+                     help="file.py[:attr], package.module:attr, a .pte or a .pt2 file: one program")
     fix.add_argument("-o", "--output", metavar="OUTPUT.pte", required=True,
                      help="Where to write the fixed program (atomically)")
     fix.add_argument("--unsafe-fixes", action="store_true", default=None, help="Also apply the fixes marked unsafe")
@@ -326,7 +327,7 @@ def _check_fix(run, rules, settings, tried) -> None:
     from xferlint.pipeline import error_entry
 
     fixed, notes = fix_run(run, rules, unsafe_fixes=settings.unsafe_fixes, strict=settings.strict, tried=tried,
-                           kinds={"pte"})
+                           kinds={"pte", "pt2"})
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     for loaded, result in fixed:
@@ -340,8 +341,8 @@ def _check_fix(run, rules, settings, tried) -> None:
             print(line, file=sys.stderr)
         adopt(run, loaded, result)
     for loaded in run.loaded:
-        if loaded.view.kind != "pte" and any(f.fixable for f in run.findings_of(loaded.view)):
-            print(f"{loaded.view.input}: not fixed: an entry point is code, --fix rewrites only .pte files; "
+        if loaded.view.kind not in ("pte", "pt2") and any(f.fixable for f in run.findings_of(loaded.view)):
+            print(f"{loaded.view.input}: not fixed: an entry point is code, --fix rewrites only .pte and .pt2 files; "
                   f"write the fixed program with `xferlint fix {loaded.view.input} -o OUT.pte`", file=sys.stderr)
 
 
@@ -354,8 +355,9 @@ def cmd_fix(args: argparse.Namespace) -> int:
     rules = select_rules(settings.select, settings.ignore, settings.extend_select)
     output = args.output
     directory = os.path.dirname(os.path.abspath(output))
-    if not output.endswith(".pte") or os.path.isdir(output):
-        raise UsageError(f"{output}: the output must be a .pte file")
+    suffix = ".pt2" if args.input.endswith(".pt2") else ".pte"  # a .pt2 is fixed into a .pt2
+    if not output.endswith(suffix) or os.path.isdir(output):
+        raise UsageError(f"{output}: the output must be a {suffix} file")
     if not os.path.isdir(directory):
         raise UsageError(f"{output}: directory {directory} does not exist")
     if os.path.isfile(output) and not os.stat(output).st_mode & 0o222:
@@ -369,7 +371,7 @@ def cmd_fix(args: argparse.Namespace) -> int:
     for line in result.summary_lines() + result.notes:
         print(line)
     if not result.changed and isinstance(result.program, (bytes, bytearray)):
-        # a .pte nothing was fixed in: the output would be a copy of the input
+        # a file nothing was fixed in: the output would be a copy of the input
         print(f"{output} not written: nothing was fixed in {args.input}")
         return EXIT_FINDINGS if result.skipped else EXIT_CLEAN
     data, extra = result.buffer, result.data_files

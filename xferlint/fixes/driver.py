@@ -16,7 +16,9 @@ from xferlint.fixes.plan import finding_key
 from xferlint.pipeline import CheckRun, load_entry
 from xferlint.rules.base import Rule
 
-PT2_NOT_FIXED = "xferlint does not rewrite .pt2 archives yet (report only)"
+EXPORTED_NOT_FIXED = ("an ExportedProgram is fixed through its archive: torch.export.save it and run "
+                      "`xferlint fix model.pt2 -o fixed.pt2`")
+FILE_KINDS = frozenset({"pte", "pt2"})  # fixed by trying the fix: the re-read file decides
 
 
 def fix_loaded(loaded: LoadedProgram, rules: Sequence[Rule], *, unsafe_fixes: bool = False, strict: bool = False):
@@ -24,7 +26,9 @@ def fix_loaded(loaded: LoadedProgram, rules: Sequence[Rule], *, unsafe_fixes: bo
     view = loaded.view
     origin = ProgramView(input=view.input, name=view.name, kind=view.kind, file=view.file)
     if view.kind == "pt2":
-        raise FixError(f"{view.input}: {PT2_NOT_FIXED}")
+        from xferlint.fixes.pt2 import fix_pt2
+
+        return fix_pt2(loaded, rules, origin, unsafe_fixes=unsafe_fixes, strict=strict)
     if view.kind == "pte":
         from xferlint.fixes.pte import fix_pte
 
@@ -34,6 +38,10 @@ def fix_loaded(loaded: LoadedProgram, rules: Sequence[Rule], *, unsafe_fixes: bo
     from xferlint.fixes import fix_native
 
     return fix_native(loaded.native, rules, origin, unsafe_fixes=unsafe_fixes, strict=strict)
+
+
+def _is_exported_program(native) -> bool:
+    return any(c.__name__ == "ExportedProgram" for c in type(native).__mro__)
 
 
 def fix_input(spec: str, rules: Sequence[Rule], *, unsafe_fixes: bool = False, strict: bool = False):
@@ -75,9 +83,10 @@ def _mark_refused(findings: list[Finding], refused: dict[tuple, str]) -> list[Fi
 
 def settle_fixability(run: CheckRun, rules: Sequence[Rule], *, unsafe_fixes: bool = False,
                       strict: bool = False) -> dict[int, object]:
-    """Mark fixable only what a fix will remove: a `.pte` fix is tried (the memory-plan
-    proof decides), a graph program's fixes are planned; a refused finding loses `[*]`
-    and carries `fix_refused`. Returns the `.pte` FixResults by id(loaded), for reuse."""
+    """Mark fixable only what a fix will remove: a `.pte` or `.pt2` fix is tried (the
+    re-read file decides; for a `.pte` also the memory-plan proof), a graph program's fixes
+    are planned; a refused finding loses `[*]` and carries `fix_refused`. Returns the
+    files' FixResults by id(loaded), for reuse."""
     tried: dict[int, object] = {}
     for loaded in run.loaded:
         view = loaded.view
@@ -85,12 +94,12 @@ def settle_fixability(run: CheckRun, rules: Sequence[Rule], *, unsafe_fixes: boo
         if not any(f.fixable for f in mine):
             continue
         try:
-            if view.kind == "pte":
+            if view.kind in FILE_KINDS:
                 result = fix_loaded(loaded, rules, unsafe_fixes=unsafe_fixes, strict=strict)
                 tried[id(loaded)] = result
                 refused = _refusals(result)
-            elif view.kind == "pt2":
-                refused = {finding_key(f): PT2_NOT_FIXED for f in mine}
+            elif _is_exported_program(loaded.native):
+                refused = {finding_key(f): EXPORTED_NOT_FIXED for f in mine}
             elif loaded.native is None:
                 refused = {finding_key(f): "a hand-built ProgramView has no program behind it to fix" for f in mine}
             else:
@@ -105,7 +114,7 @@ def settle_fixability(run: CheckRun, rules: Sequence[Rule], *, unsafe_fixes: boo
 def fix_run(run: CheckRun, rules: Sequence[Rule], *, unsafe_fixes: bool = False, strict: bool = False,
             tried: Optional[dict] = None, kinds: Optional[set] = None):
     """Fix every program of a check run that has fixable findings (`check --fix/--diff`),
-    only those of `kinds` (view kinds: "pte", "graph") when given.
+    only those of `kinds` (view kinds: "pte", "pt2", "graph") when given.
 
     Returns (fixed, notes): (loaded, FixResult) of each program a fix was tried on, and one
     line per program that could not be fixed at all. `tried`: results `settle_fixability`

@@ -29,7 +29,7 @@ from xferlint.analyzer.view import MethodView, Node, OpKind
 from xferlint.findings import Applicability, Finding
 
 OUTPUT = "<output>"  # Rewire.reader for the method's outputs
-COPY_KINDS = frozenset({OpKind.H2D, OpKind.D2H})
+COPY_KINDS = frozenset({OpKind.H2D, OpKind.D2H, OpKind.TO_DEVICE})  # a device-to-device `.to()` too
 
 
 def finding_key(finding: Finding) -> tuple[str, str, tuple[str, ...]]:

@@ -18,7 +18,8 @@ frontend builds, plus a CFG over the instructions:
   appears twice; several outs are followed by a tensor list of them);
 - a delegate call's arguments are its inputs then its outputs, with no count in the file:
   the outputs are the trailing tensors that nothing wrote or read before the call and that
-  are neither method inputs nor constants (the emitter creates them for the call);
+  are neither method inputs, constants nor named mutable buffers (the emitter creates
+  them for the call);
 - the CFG: fall-through, chain to chain, and both edges of each `JumpFalseCall` (only one
   when the condition is a Bool constant no instruction writes, as in the jump that ends a
   `cond`'s true branch).
@@ -225,8 +226,11 @@ class _MethodBuilder:
                          outputs=(value_id(i),))
         first_instruction = len(self.nodes)
         multi = len(plan.chains) > 1
+        # inputs, constants and named mutable buffers (state a delegate may read directly, as
+        # in legacy mode) hold data before the first instruction: never a delegate's result
         fixed = set(plan.inputs) | {i for i, ev in enumerate(plan.values)
-                                    if ev.tensor is not None and (ev.tensor.data_buffer_idx > 0 or ev.tensor.external)}
+                                    if ev.tensor is not None and (ev.tensor.data_buffer_idx > 0 or ev.tensor.external
+                                                                  or (ev.tensor.planned and ev.tensor.fqn))}
         seen: set[int] = set()
         scopes = [_scopes(chain) for chain in plan.chains]
         for c, chain in enumerate(plan.chains):
