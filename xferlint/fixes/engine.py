@@ -27,6 +27,27 @@ from xferlint.rules.base import Rule, RuleContext
 
 MAX_ROUNDS = 8  # each round removes at least one node; real programs settle in one or two
 
+# The last few lints, by (program, method, rules): a fix lints the same method for its
+# findings, its plans, its verification and what remains; the view and the rules are not
+# changed in between (views are immutable; the key holds the rules' options).
+_LINTS: dict[tuple, tuple] = {}
+_LINTS_KEPT = 8
+
+
+def lint_method(program: ProgramView, method: MethodView, rules: Sequence[Rule]) -> tuple[RuleContext, list[Finding]]:
+    """The rule context of `method` and every rule's findings on it (suppressed ones too)."""
+    options = tuple((id(r), tuple(getattr(r, k, None) for k in getattr(r, "options", ()))) for r in rules)
+    key = (id(program), id(method), options)
+    hit = _LINTS.get(key)
+    if hit is not None and hit[0] is program and hit[1] is method and hit[2] == list(rules):
+        return hit[3], list(hit[4])
+    ctx = RuleContext(program=program, method=method, facts=DeviceFacts.compute(method))
+    findings = [f for rule in rules for f in rule.check(ctx)]
+    if len(_LINTS) >= _LINTS_KEPT:
+        del _LINTS[next(iter(_LINTS))]
+    _LINTS[key] = (program, method, list(rules), ctx, findings)
+    return ctx, list(findings)
+
 
 @dataclass
 class MethodPlanning:
@@ -54,9 +75,8 @@ def plan_method(
     exclude: Collection[tuple] = (),
 ) -> MethodPlanning:
     """Lint `method` and plan a fix for every fixable finding not in `exclude` (keys)."""
-    facts = DeviceFacts.compute(method)
-    ctx = RuleContext(program=program, method=method, facts=facts)
-    findings = [f for rule in rules for f in rule.check(ctx)]
+    ctx, findings = lint_method(program, method, rules)
+    facts = ctx.facts
     planning = MethodPlanning(method=method, facts=facts, findings=findings)
     wanted: list[FixPlan] = []
     for finding in findings:
@@ -86,9 +106,7 @@ def check_fixed(
     """Why the fixed `method` (re-read from the fixed native program) is not acceptable,
     or None: the applied plans' findings must be gone and no finding of those rules, and
     no error, may be new."""
-    facts = DeviceFacts.compute(method)
-    ctx = RuleContext(program=program, method=method, facts=facts)
-    after = [f for rule in rules for f in rule.check(ctx)]
+    _, after = lint_method(program, method, rules)
     fixed = {p.key for p in applied}
     codes = {p.code for p in applied}
     known = {finding_key(f) for f in before.findings}
