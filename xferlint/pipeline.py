@@ -12,11 +12,10 @@ from __future__ import annotations
 import contextlib
 import gc
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Optional, Sequence
 
 from xferlint.analyzer.facts import DeviceFacts
 from xferlint.analyzer.summary import MethodTransfers, method_transfers
-from xferlint.analyzer.timeline import MethodTimeline, method_timeline
 from xferlint.analyzer.view import ProgramView
 from xferlint.errors import InputError, UnmodelledOpError, XferlintError
 from xferlint.findings import Finding, InputErrorEntry
@@ -26,6 +25,9 @@ from xferlint.frontends.entrypoints import EntryPoint, ProgramObject, expand, lo
 from xferlint.report import Report, build_report
 from xferlint.rules.base import Rule, RuleContext
 from xferlint.suppression import split as split_suppressed
+
+if TYPE_CHECKING:  # only the html and model-explorer formats draw timelines
+    from xferlint.analyzer.timeline import MethodTimeline
 
 
 @contextlib.contextmanager
@@ -68,6 +70,8 @@ def _analyze(view: ProgramView, rules: Sequence[Rule], transfers: Optional[list[
         if transfers is not None:
             transfers.append(method_transfers(view.input, view.name, method, ctx.facts, mine))
         if timelines is not None:
+            from xferlint.analyzer.timeline import method_timeline
+
             timelines.append(method_timeline(view.input, view.name, view.kind, method, ctx.facts))
     return findings
 

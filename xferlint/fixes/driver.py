@@ -11,10 +11,11 @@ from xferlint.errors import FixError, UsageError
 from xferlint.frontends import LoadedProgram
 from xferlint.frontends.entrypoints import expand
 from xferlint.findings import Finding
-from xferlint.fixes.engine import plan_method
-from xferlint.fixes.plan import finding_key
 from xferlint.pipeline import CheckRun, load_entry
 from xferlint.rules.base import Rule
+
+# The planners and the fixers are imported when a program has something fixable: a check
+# whose findings have no fix never loads them.
 
 PT2_NOT_FIXED = "xferlint does not rewrite .pt2 archives yet (report only)"
 
@@ -57,6 +58,8 @@ def _refusals(result) -> dict[tuple, str]:
 
 def _planned_refusals(view: ProgramView, rules: Sequence[Rule], unsafe_fixes: bool) -> dict[tuple, str]:
     """The refusals planning alone decides (torch-free): what no planner can fix here."""
+    from xferlint.fixes.engine import plan_method
+
     refused: dict[tuple, str] = {}
     for method in view.methods:
         for no in plan_method(view, method, rules, unsafe_fixes).no_fix:
@@ -65,6 +68,8 @@ def _planned_refusals(view: ProgramView, rules: Sequence[Rule], unsafe_fixes: bo
 
 
 def _mark_refused(findings: list[Finding], refused: dict[tuple, str]) -> list[Finding]:
+    from xferlint.fixes.plan import finding_key
+
     out = []
     for f in findings:
         reason = refused.get(finding_key(f)) if f.fixable else None
@@ -84,6 +89,8 @@ def settle_fixability(run: CheckRun, rules: Sequence[Rule], *, unsafe_fixes: boo
         mine = run.findings_of(view)
         if not any(f.fixable for f in mine):
             continue
+        from xferlint.fixes.plan import finding_key
+
         try:
             if view.kind == "pte":
                 result = fix_loaded(loaded, rules, unsafe_fixes=unsafe_fixes, strict=strict)
