@@ -145,6 +145,21 @@ class CheckRun:
             method_transfers(view.input, view.name, m, DeviceFacts.compute(m), findings) for m in shown.methods
         ]
 
+    def replace_many(self, replacements: Sequence[tuple[ProgramView, list[Finding]]]) -> None:
+        """`replace_findings(view, findings)` for each pair in turn, in one pass over the
+        run (a check over thousands of files replaces the findings of many of them)."""
+        keys = [(view.input, view.name) for view, _ in replacements]
+        if len(set(keys)) != len(keys):  # the same program twice: the calls depend on each other
+            for view, findings in replacements:
+                self.replace_findings(view, findings)
+            return
+        replaced = set(keys)
+        self.findings = [f for f in self.findings if (f.input, f.program) not in replaced] + [
+            f for _, findings in replacements for f in findings]
+        self.transfers = [t for t in self.transfers if (t.input, t.program) not in replaced] + [
+            method_transfers(view.input, view.name, m, DeviceFacts.compute(m), findings)
+            for view, findings in replacements for m in view.methods]
+
     def report(self) -> Report:
         return build_report(self.findings, self.errors, self.inputs, len(self.loaded), transfers=self.transfers)
 

@@ -84,29 +84,47 @@ def settle_fixability(run: CheckRun, rules: Sequence[Rule], *, unsafe_fixes: boo
     proof decides), a graph program's fixes are planned; a refused finding loses `[*]`
     and carries `fix_refused`. Returns the `.pte` FixResults by id(loaded), for reuse."""
     tried: dict[int, object] = {}
+    keys = [(loaded.view.input, loaded.view.name) for loaded in run.loaded]
+    if len(set(keys)) != len(keys):  # an input named twice: each replacement sees the one before
+        for loaded in run.loaded:
+            mine = run.findings_of(loaded.view)
+            refused = _refused(loaded, mine, rules, unsafe_fixes, strict, tried)
+            if refused:
+                run.replace_findings(loaded.view, _mark_refused(mine, refused))
+        return tried
+    by_program: dict[tuple[str, str], list[Finding]] = {}  # run.findings_of, for every program at once
+    for f in run.findings:
+        by_program.setdefault((f.input, f.program), []).append(f)
+    replacements = []
     for loaded in run.loaded:
-        view = loaded.view
-        mine = run.findings_of(view)
-        if not any(f.fixable for f in mine):
-            continue
-        from xferlint.fixes.plan import finding_key
-
-        try:
-            if view.kind == "pte":
-                result = fix_loaded(loaded, rules, unsafe_fixes=unsafe_fixes, strict=strict)
-                tried[id(loaded)] = result
-                refused = _refusals(result)
-            elif view.kind == "pt2":
-                refused = {finding_key(f): PT2_NOT_FIXED for f in mine}
-            elif loaded.native is None:
-                refused = {finding_key(f): "a hand-built ProgramView has no program behind it to fix" for f in mine}
-            else:
-                refused = _planned_refusals(view, rules, unsafe_fixes)
-        except FixError as exc:
-            refused = {finding_key(f): str(exc) for f in mine}
+        mine = by_program.get((loaded.view.input, loaded.view.name), [])
+        refused = _refused(loaded, mine, rules, unsafe_fixes, strict, tried)
         if refused:
-            run.replace_findings(view, _mark_refused(mine, refused))
+            replacements.append((loaded.view, _mark_refused(mine, refused)))
+    run.replace_many(replacements)
     return tried
+
+
+def _refused(loaded: LoadedProgram, mine: list[Finding], rules: Sequence[Rule], unsafe_fixes: bool, strict: bool,
+             tried: dict[int, object]) -> dict[tuple, str]:
+    """Finding key -> why its fix is refused, for one program whose findings are `mine`."""
+    view = loaded.view
+    if not any(f.fixable for f in mine):
+        return {}
+    from xferlint.fixes.plan import finding_key
+
+    try:
+        if view.kind == "pte":
+            result = fix_loaded(loaded, rules, unsafe_fixes=unsafe_fixes, strict=strict)
+            tried[id(loaded)] = result
+            return _refusals(result)
+        if view.kind == "pt2":
+            return {finding_key(f): PT2_NOT_FIXED for f in mine}
+        if loaded.native is None:
+            return {finding_key(f): "a hand-built ProgramView has no program behind it to fix" for f in mine}
+        return _planned_refusals(view, rules, unsafe_fixes)
+    except FixError as exc:
+        return {finding_key(f): str(exc) for f in mine}
 
 
 def fix_run(run: CheckRun, rules: Sequence[Rule], *, unsafe_fixes: bool = False, strict: bool = False,
