@@ -23,7 +23,8 @@ from xferlint.frontends import LoadedProgram
 from xferlint.frontends.discovery import Discovery
 from xferlint.frontends.entrypoints import EntryPoint, ProgramObject, expand, load_entry_point
 from xferlint.report import Report, build_report
-from xferlint.rules.base import Rule, RuleContext
+from xferlint.rules._lint import lint_method
+from xferlint.rules.base import Rule
 from xferlint.suppression import split as split_suppressed
 
 if TYPE_CHECKING:  # only the html and model-explorer formats draw timelines
@@ -49,22 +50,23 @@ def collector_paused() -> Iterator[None]:
 
 
 def analyze(view: ProgramView, rules: Sequence[Rule], transfers: Optional[list[MethodTransfers]] = None,
-            timelines: Optional[list[MethodTimeline]] = None) -> list[Finding]:
+            timelines: Optional[list[MethodTimeline]] = None, lints: Optional[list[tuple]] = None) -> list[Finding]:
     """Run the analysis and every rule over every method of a program; with `transfers`,
     also append each method's transfer summary to it, with `timelines` its device timeline
-    (for the HTML and Model Explorer reporters)."""
+    (for the HTML and Model Explorer reporters); with `lints`, also each method's lint
+    (program, method, rules, context, findings) when it has a fixable finding, for the
+    fix trial that decides which are (`rules._lint.remember`)."""
     with collector_paused():
-        return _analyze(view, rules, transfers, timelines)
+        return _analyze(view, rules, transfers, timelines, lints)
 
 
 def _analyze(view: ProgramView, rules: Sequence[Rule], transfers: Optional[list[MethodTransfers]],
-             timelines: Optional[list[MethodTimeline]] = None) -> list[Finding]:
+             timelines: Optional[list[MethodTimeline]] = None, lints: Optional[list[tuple]] = None) -> list[Finding]:
     findings: list[Finding] = []
     for method in view.methods:
-        ctx = RuleContext(program=view, method=method, facts=DeviceFacts.compute(method))
-        mine: list[Finding] = []
-        for rule in rules:
-            mine.extend(rule.check(ctx))
+        ctx, mine = lint_method(view, method, rules)
+        if lints is not None and any(f.fixable for f in mine):
+            lints.append((view, method, rules, ctx, list(mine)))
         mine, _ = split_suppressed(mine)  # `# xferlint: noqa: XF006` on the finding's line
         findings.extend(mine)
         if transfers is not None:
@@ -131,6 +133,8 @@ class CheckRun:
     transfers: list[MethodTransfers] = field(default_factory=list)
     # Per-method device timelines, collected only when a reporter needs them (`timelines=True`).
     timelines: Optional[list[MethodTimeline]] = None
+    # The lints of the methods with fixable findings (see `analyze`), for the fix trial.
+    lints: list[tuple] = field(default_factory=list, repr=False)
 
     def findings_of(self, view: ProgramView) -> list[Finding]:
         return [f for f in self.findings if f.input == view.input and f.program == view.name]
@@ -156,8 +160,14 @@ class CheckRun:
         replaced = set(keys)
         self.findings = [f for f in self.findings if (f.input, f.program) not in replaced] + [
             f for _, findings in replacements for f in findings]
+        known = {id(lint[1]): lint for lint in self.lints}  # facts the check computed already
+
+        def facts(m):
+            lint = known.get(id(m))
+            return lint[3].facts if lint is not None and lint[1] is m else DeviceFacts.compute(m)
+
         self.transfers = [t for t in self.transfers if (t.input, t.program) not in replaced] + [
-            method_transfers(view.input, view.name, m, DeviceFacts.compute(m), findings)
+            method_transfers(view.input, view.name, m, facts(m), findings)
             for view, findings in replacements for m in view.methods]
 
     def report(self) -> Report:
@@ -214,7 +224,7 @@ def check_entry(run: CheckRun, entry: EntryPoint, rules: Sequence[Rule], strict:
         transfers: list[MethodTransfers] = []
         timelines: Optional[list[MethodTimeline]] = [] if run.timelines is not None else None
         try:
-            findings = analyze(loaded.view, rules, transfers, timelines)
+            findings = analyze(loaded.view, rules, transfers, timelines, run.lints)
         except Exception as exc:  # noqa: BLE001
             run.errors.append(error_entry(loaded.view.input, exc))
             continue

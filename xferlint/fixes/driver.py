@@ -84,11 +84,14 @@ def settle_fixability(run: CheckRun, rules: Sequence[Rule], *, unsafe_fixes: boo
     proof decides), a graph program's fixes are planned; a refused finding loses `[*]`
     and carries `fix_refused`. Returns the `.pte` FixResults by id(loaded), for reuse."""
     tried: dict[int, object] = {}
+    lints: dict[int, list[tuple]] = {}
+    for lint in run.lints:
+        lints.setdefault(id(lint[0]), []).append(lint)
     keys = [(loaded.view.input, loaded.view.name) for loaded in run.loaded]
     if len(set(keys)) != len(keys):  # an input named twice: each replacement sees the one before
         for loaded in run.loaded:
             mine = run.findings_of(loaded.view)
-            refused = _refused(loaded, mine, rules, unsafe_fixes, strict, tried)
+            refused = _refused(loaded, mine, rules, unsafe_fixes, strict, tried, lints)
             if refused:
                 run.replace_findings(loaded.view, _mark_refused(mine, refused))
         return tried
@@ -98,7 +101,7 @@ def settle_fixability(run: CheckRun, rules: Sequence[Rule], *, unsafe_fixes: boo
     replacements = []
     for loaded in run.loaded:
         mine = by_program.get((loaded.view.input, loaded.view.name), [])
-        refused = _refused(loaded, mine, rules, unsafe_fixes, strict, tried)
+        refused = _refused(loaded, mine, rules, unsafe_fixes, strict, tried, lints)
         if refused:
             replacements.append((loaded.view, _mark_refused(mine, refused)))
     run.replace_many(replacements)
@@ -106,12 +109,17 @@ def settle_fixability(run: CheckRun, rules: Sequence[Rule], *, unsafe_fixes: boo
 
 
 def _refused(loaded: LoadedProgram, mine: list[Finding], rules: Sequence[Rule], unsafe_fixes: bool, strict: bool,
-             tried: dict[int, object]) -> dict[tuple, str]:
+             tried: dict[int, object], run_lints: dict[int, list[tuple]]) -> dict[tuple, str]:
     """Finding key -> why its fix is refused, for one program whose findings are `mine`."""
     view = loaded.view
     if not any(f.fixable for f in mine):
         return {}
     from xferlint.fixes.plan import finding_key
+    from xferlint.rules._lint import remember
+
+    for lint in run_lints.get(id(view), ()):  # the check's own lint of each method: not again
+        if lint[0] is view:
+            remember(*lint)
 
     try:
         if view.kind == "pte":

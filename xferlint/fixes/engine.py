@@ -23,31 +23,10 @@ from xferlint.analyzer.view import MethodView, ProgramView
 from xferlint.findings import Applicability, Finding, Severity
 from xferlint.fixes.plan import FixPlan, NoFix, finding_key, resolve, select
 from xferlint.fixes.planners import PLANNERS
-from xferlint.rules.base import Rule, RuleContext
+from xferlint.rules._lint import lint_method
+from xferlint.rules.base import Rule
 
 MAX_ROUNDS = 8  # each round removes at least one node; real programs settle in one or two
-
-# The last few lints, by (program, method, rules): a fix lints the same method for its
-# findings, its plans, its verification and what remains; the view and the rules are not
-# changed in between (views are immutable; the key holds the rules' options).
-_LINTS: dict[tuple, tuple] = {}
-_LINTS_KEPT = 8
-
-
-def lint_method(program: ProgramView, method: MethodView, rules: Sequence[Rule]) -> tuple[RuleContext, list[Finding]]:
-    """The rule context of `method` and every rule's findings on it (suppressed ones too)."""
-    options = tuple((id(r), tuple(getattr(r, k, None) for k in getattr(r, "options", ()))) for r in rules)
-    key = (id(program), id(method), options)
-    hit = _LINTS.get(key)
-    if hit is not None and hit[0] is program and hit[1] is method and hit[2] == list(rules):
-        return hit[3], list(hit[4])
-    ctx = RuleContext(program=program, method=method, facts=DeviceFacts.compute(method))
-    findings = [f for rule in rules for f in rule.check(ctx)]
-    if len(_LINTS) >= _LINTS_KEPT:
-        del _LINTS[next(iter(_LINTS))]
-    _LINTS[key] = (program, method, list(rules), ctx, findings)
-    return ctx, list(findings)
-
 
 @dataclass
 class MethodPlanning:

@@ -20,7 +20,7 @@ from typing import Any, Optional, Sequence
 from xferlint.analyzer.view import MethodView, ProgramView
 from xferlint.errors import FixError
 from xferlint.findings import Finding, Severity
-from xferlint.fixes.engine import MAX_ROUNDS, lint_method, plan_method
+from xferlint.fixes.engine import MAX_ROUNDS, plan_method
 from xferlint.fixes.outcome import MethodOutcome, Skipped
 from xferlint.fixes.plan import OUTPUT, FixPlan, finding_key, nodes_by_name
 from xferlint.fixes.result import FixResult
@@ -28,6 +28,7 @@ from xferlint.frontends.pte.view import PteNative, kernel_io, load_pte_bytes
 from xferlint.frontends.pte import program as pp
 from xferlint.fixes.pte.memory import Edits, describe, new_conflicts
 from xferlint.fixes.pte.patch import Patcher
+from xferlint.rules._lint import lint_method
 from xferlint.rules.base import Rule
 
 ENTRY_POINT_ROUTE = (
