@@ -197,16 +197,28 @@ def check_paths(paths: Iterable[str], rules: Sequence[Rule], strict: bool = Fals
     `discovery` says what directories are searched for; with `timelines`, the run also
     keeps every method's device timeline (`run.timelines`)."""
     run = CheckRun(timelines=[] if timelines else None)
-    for spec in paths:
-        try:
-            entries = expand(spec, discovery)
-        except InputError as exc:
-            run.inputs += 1
-            run.errors.append(error_entry(spec, exc))
-            continue
-        for entry in entries:
-            run.inputs += 1
-            check_entry(run, entry, rules, strict, source_map)
+    collecting = gc.isenabled()
+    try:
+        for spec in paths:
+            try:
+                entries = expand(spec, discovery)
+            except InputError as exc:
+                run.inputs += 1
+                run.errors.append(error_entry(spec, exc))
+                continue
+            for entry in entries:
+                run.inputs += 1
+                # Program files (.pte, .pt2) run no user code and make no reference cycles:
+                # the collector stays paused from one to the next (re-enabled after each, it
+                # would sweep the growing run again and again); user code runs with it on.
+                if entry.is_program_file:
+                    gc.disable()
+                elif collecting:
+                    gc.enable()
+                check_entry(run, entry, rules, strict, source_map)
+    finally:
+        if collecting:
+            gc.enable()
     return run
 
 

@@ -11,7 +11,7 @@ from xferlint.errors import FixError, UsageError
 from xferlint.frontends import LoadedProgram
 from xferlint.frontends.entrypoints import expand
 from xferlint.findings import Finding
-from xferlint.pipeline import CheckRun, load_entry
+from xferlint.pipeline import CheckRun, collector_paused, load_entry
 from xferlint.rules.base import Rule
 
 # The planners and the fixers are imported when a program has something fixable: a check
@@ -99,12 +99,13 @@ def settle_fixability(run: CheckRun, rules: Sequence[Rule], *, unsafe_fixes: boo
     for f in run.findings:
         by_program.setdefault((f.input, f.program), []).append(f)
     replacements = []
-    for loaded in run.loaded:
-        mine = by_program.get((loaded.view.input, loaded.view.name), [])
-        refused = _refused(loaded, mine, rules, unsafe_fixes, strict, tried, lints)
-        if refused:
-            replacements.append((loaded.view, _mark_refused(mine, refused)))
-    run.replace_many(replacements)
+    with collector_paused():  # fix trials and plans: no user code, no reference cycles
+        for loaded in run.loaded:
+            mine = by_program.get((loaded.view.input, loaded.view.name), [])
+            refused = _refused(loaded, mine, rules, unsafe_fixes, strict, tried, lints)
+            if refused:
+                replacements.append((loaded.view, _mark_refused(mine, refused)))
+        run.replace_many(replacements)
     return tried
 
 
