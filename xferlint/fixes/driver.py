@@ -11,10 +11,11 @@ from xferlint.errors import FixError, UsageError
 from xferlint.frontends import LoadedProgram
 from xferlint.frontends.entrypoints import expand
 from xferlint.findings import Finding
-from xferlint.fixes.engine import plan_method
-from xferlint.fixes.plan import finding_key
-from xferlint.pipeline import CheckRun, load_entry
+from xferlint.pipeline import CheckRun, collector_paused, load_entry
 from xferlint.rules.base import Rule
+
+# The planners and the fixers are imported when a program has something fixable: a check
+# whose findings have no fix never loads them.
 
 EXPORTED_NOT_FIXED = ("an ExportedProgram is fixed through its archive: torch.export.save it and run "
                       "`xferlint fix model.pt2 -o fixed.pt2`")
@@ -65,6 +66,8 @@ def _refusals(result) -> dict[tuple, str]:
 
 def _planned_refusals(view: ProgramView, rules: Sequence[Rule], unsafe_fixes: bool) -> dict[tuple, str]:
     """The refusals planning alone decides (torch-free): what no planner can fix here."""
+    from xferlint.fixes.engine import plan_method
+
     refused: dict[tuple, str] = {}
     for method in view.methods:
         for no in plan_method(view, method, rules, unsafe_fixes).no_fix:
@@ -73,6 +76,8 @@ def _planned_refusals(view: ProgramView, rules: Sequence[Rule], unsafe_fixes: bo
 
 
 def _mark_refused(findings: list[Finding], refused: dict[tuple, str]) -> list[Finding]:
+    from xferlint.fixes.plan import finding_key
+
     out = []
     for f in findings:
         reason = refused.get(finding_key(f)) if f.fixable else None
@@ -88,27 +93,56 @@ def settle_fixability(run: CheckRun, rules: Sequence[Rule], *, unsafe_fixes: boo
     are planned; a refused finding loses `[*]` and carries `fix_refused`. Returns the
     files' FixResults by id(loaded), for reuse."""
     tried: dict[int, object] = {}
-    for loaded in run.loaded:
-        view = loaded.view
-        mine = run.findings_of(view)
-        if not any(f.fixable for f in mine):
-            continue
-        try:
-            if view.kind in FILE_KINDS:
-                result = fix_loaded(loaded, rules, unsafe_fixes=unsafe_fixes, strict=strict)
-                tried[id(loaded)] = result
-                refused = _refusals(result)
-            elif _is_exported_program(loaded.native):
-                refused = {finding_key(f): EXPORTED_NOT_FIXED for f in mine}
-            elif loaded.native is None:
-                refused = {finding_key(f): "a hand-built ProgramView has no program behind it to fix" for f in mine}
-            else:
-                refused = _planned_refusals(view, rules, unsafe_fixes)
-        except FixError as exc:
-            refused = {finding_key(f): str(exc) for f in mine}
-        if refused:
-            run.replace_findings(view, _mark_refused(mine, refused))
+    lints: dict[int, list[tuple]] = {}
+    for lint in run.lints:
+        lints.setdefault(id(lint[0]), []).append(lint)
+    keys = [(loaded.view.input, loaded.view.name) for loaded in run.loaded]
+    if len(set(keys)) != len(keys):  # an input named twice: each replacement sees the one before
+        for loaded in run.loaded:
+            mine = run.findings_of(loaded.view)
+            refused = _refused(loaded, mine, rules, unsafe_fixes, strict, tried, lints)
+            if refused:
+                run.replace_findings(loaded.view, _mark_refused(mine, refused))
+        return tried
+    by_program: dict[tuple[str, str], list[Finding]] = {}  # run.findings_of, for every program at once
+    for f in run.findings:
+        by_program.setdefault((f.input, f.program), []).append(f)
+    replacements = []
+    with collector_paused():  # fix trials and plans: no user code, no reference cycles
+        for loaded in run.loaded:
+            mine = by_program.get((loaded.view.input, loaded.view.name), [])
+            refused = _refused(loaded, mine, rules, unsafe_fixes, strict, tried, lints)
+            if refused:
+                replacements.append((loaded.view, _mark_refused(mine, refused)))
+        run.replace_many(replacements)
     return tried
+
+
+def _refused(loaded: LoadedProgram, mine: list[Finding], rules: Sequence[Rule], unsafe_fixes: bool, strict: bool,
+             tried: dict[int, object], run_lints: dict[int, list[tuple]]) -> dict[tuple, str]:
+    """Finding key -> why its fix is refused, for one program whose findings are `mine`."""
+    view = loaded.view
+    if not any(f.fixable for f in mine):
+        return {}
+    from xferlint.fixes.plan import finding_key
+    from xferlint.rules._lint import remember
+
+    for lint in run_lints.get(id(view), ()):  # the check's own lint of each method: not again
+        if lint[0] is view:
+            remember(*lint)
+
+    try:
+        if view.kind in FILE_KINDS:
+            result = fix_loaded(loaded, rules, unsafe_fixes=unsafe_fixes, strict=strict)
+            tried[id(loaded)] = result
+            return _refusals(result)
+        if _is_exported_program(loaded.native):
+            return {finding_key(f): EXPORTED_NOT_FIXED for f in mine}
+        if loaded.native is None:
+            return {finding_key(f): "a hand-built ProgramView has no program behind it to fix" for f in mine}
+        return _planned_refusals(view, rules, unsafe_fixes)
+    except FixError as exc:
+        return {finding_key(f): str(exc) for f in mine}
 
 
 def fix_run(run: CheckRun, rules: Sequence[Rule], *, unsafe_fixes: bool = False, strict: bool = False,

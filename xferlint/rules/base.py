@@ -9,8 +9,6 @@ only the view and the DeviceFacts; they never touch native graphs. Each rule car
 
 from __future__ import annotations
 
-from fractions import Fraction
-
 import importlib
 import os
 import pkgutil
@@ -186,6 +184,13 @@ def _location(loc: Optional[SourceLocation]) -> Optional[Location]:
     return Location(file=loc.file, line=loc.line, column=loc.column, function=loc.function, code=loc.code)
 
 
+def _round_half_even(numerator: int, denominator: int) -> int:
+    """round(numerator / denominator), ties to even, exactly (no float, no Fraction)."""
+    quotient, remainder = divmod(numerator, denominator)
+    twice = 2 * remainder
+    return quotient + (twice > denominator or (twice == denominator and quotient % 2 == 1))
+
+
 def format_bytes(nbytes: Optional[int]) -> str:
     """`64 B`, `1.5 KiB`, `12.0 MiB`; `an unknown number of bytes` when symbolic."""
     if nbytes is None:
@@ -195,7 +200,7 @@ def format_bytes(nbytes: Optional[int]) -> str:
     # integer arithmetic to the end: a byte count can exceed what a float holds
     for power, unit in enumerate(("KiB", "MiB", "GiB", "TiB", "PiB", "EiB"), start=1):
         if nbytes < 1024 ** (power + 1) or unit == "EiB":
-            tenths = round(Fraction(nbytes * 10, 1024**power))  # half to even, as '%.1f' rounds
+            tenths = _round_half_even(nbytes * 10, 1024**power)  # as '%.1f' rounds
             if tenths >= 10240 and unit != "EiB":
                 continue  # rounds up to the next unit
             return f"{tenths // 10}.{tenths % 10} {unit}"
