@@ -81,7 +81,7 @@ def test_cpu_delegate_split_is_xf005_on_entry_point_and_pte(program):
     for findings in (entry, pte):
         xf005 = [f for f in findings if f.code == "XF005"]
         assert len(xf005) == 1, [f.message for f in findings]
-        assert "`XnnpackBackend`" in xf005[0].message and "cuda:0" in xf005[0].message
+        assert "`XnnpackBackend`" in xf005[0].detail and "cuda:0" in xf005[0].detail
     assert "`aten._softmax`" in [f for f in entry if f.code == "XF005"][0].message
     # bytes: the D2H into the XNNPACK delegate and the H2D out of it, as ExecuTorch planned them
     h2d, d2h = _copies(program)

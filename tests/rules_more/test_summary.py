@@ -148,8 +148,8 @@ def test_a_method_over_its_budget_is_a_finding(program):
     built = program("split")  # x and y, then the cumsum result: 3 H2D; 2 D2H; 256 B each
     [finding] = lint(built, select=["XF009"], max_transfer_bytes=1000)
     assert finding.bytes == 1280
-    assert "1.2 KiB" in finding.message and "1000 bytes" in finding.message
-    assert "3 H2D: 768 B" in finding.message and "2 D2H: 512 B" in finding.message
+    assert "1.2 KiB" in finding.detail and "1000 bytes" in finding.detail
+    assert "3 H2D: 768 B" in finding.detail and "2 D2H: 512 B" in finding.detail
     assert lint(built, select=["XF009"], max_transfer_bytes=1280) == []
 
 
