@@ -193,7 +193,7 @@ def test_cli_budget(entry, capsys):
     assert code == 0 and "All checks passed!" in out
     assert "Transfers per call in 1 method: 2 H2D (128 B), 1 D2H (64 B); cpu -> cuda:0 128 B, cuda:0 -> cpu 64 B." in out
     code, out, _ = _run(capsys, "check", model, "--max-transfer-bytes", "191")
-    assert code == 1 and "XF009" in out and "192 B across the bus per call" in out
+    assert code == 1 and "XF009" in out and "moves 192 B per call" in out
     code, out, _ = _run(capsys, "check", model, "--max-transfer-bytes", "191", "--ignore", "XF009")
     assert code == 0
 

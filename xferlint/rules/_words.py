@@ -104,7 +104,8 @@ def subject(ctx, node: Optional[Node]) -> str:
         if writer is not None and writer is not node:
             return subject(ctx, writer)
     if node.kind == OpKind.DELEGATE:
-        return f"{op_name(node)}'s result"
+        backend = node.delegate.backend if node.delegate is not None else None
+        return f"the {backend} output" if backend else "a delegate's output"
     return f"the {op_name(node)} result"
 
 
