@@ -15,7 +15,7 @@ import warnings
 from typing import Optional, Sequence
 
 from xferlint import __version__
-from xferlint.reporters import FORMATS
+from xferlint.reporters import FORMATS, TEXT_FORMATS
 from xferlint.errors import FixWriteError, UsageError, XferlintError
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -45,6 +45,26 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
                         help="Error on operators the analyzer does not model instead of assuming nothing")
     parser.add_argument("--project-root", metavar="DIR", help="Show paths relative to DIR (default: the cwd for text and JSON; for SARIF's "
                              "%%SRCROOT%% the git work tree holding the cwd, else the cwd)")
+
+
+def _add_verbosity(parser: argparse.ArgumentParser) -> None:
+    """-q / -s (ReportOptions.quiet / .silent carry them to the reporters and the progress display)."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("-q", "--quiet", action="store_true", help="Print the findings only: no summary or notes")
+    group.add_argument("-s", "--silent", action="store_true",
+                       help="Print nothing (a file named with -o is still written); the exit code says it all")
+
+
+def _color(args: argparse.Namespace, settings) -> bool:
+    """Colour on a terminal: never into a file (-o), off with --no-color or NO_COLOR, on with FORCE_COLOR."""
+    if settings.output or getattr(args, "no_color", False) or os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR", "0") not in ("", "0"):
+        return True
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def _byte_budget(text: str) -> int:
@@ -78,8 +98,11 @@ def build_parser() -> argparse.ArgumentParser:
                        help="file.py, file.py:attr, package.module:attr, a .pte file or a directory")
     _add_selection(check)
     check.add_argument("--output-format", "--format", dest="output_format", choices=tuple(FORMATS),
-                       help="Output format (default: text); html: a self-contained page with a device timeline "
-                            "per method; model-explorer: node data (device per node, bytes per copy) for Model Explorer")
+                       help="Output format (default: concise, one line per finding; text is its old name); full: "
+                            "each finding with its source line and detail; html: a self-contained page with a device "
+                            "timeline per method; model-explorer: node data (device per node, bytes per copy)")
+    check.add_argument("--no-color", action="store_true", help="No colour in the text output (also: NO_COLOR=1)")
+    _add_verbosity(check)
     check.add_argument("-o", "--output", "--output-file", dest="output", metavar="FILE",
                        help="Write the report to FILE (atomically)")
     check.add_argument("--exit-zero", action="store_true", default=None, help="Exit 0 even when there are findings")
@@ -128,6 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="Where to write the fixed program (atomically)")
     fix.add_argument("--unsafe-fixes", action="store_true", default=None, help="Also apply the fixes marked unsafe")
     fix.add_argument("--diff", action="store_true", help="Also print the copies removed, as a diff")
+    _add_verbosity(fix)
     _add_selection(fix)
     _add_common(fix)
 
@@ -192,10 +216,20 @@ def _is_program_input(path: str) -> bool:
     return path.endswith(".py") and os.path.isfile(path) and defines_program(path)
 
 
+def _report_options(args: argparse.Namespace, settings, rules, run, suppressed=(), absent=None):
+    from xferlint.reporters import ReportOptions
+
+    return ReportOptions(statistics=settings.statistics, project_root=settings.project_root,
+                         rules=tuple(type(rule) for rule in rules), timelines=tuple(run.timelines or ()),
+                         suppressed=tuple(suppressed), baseline_absent=absent,
+                         full=settings.output_format == "full", quiet=args.quiet, silent=args.silent,
+                         color=_color(args, settings))
+
+
 def _refuse_combinations(args: argparse.Namespace, settings) -> None:
     if args.diff and args.fix:
         raise UsageError("--diff shows the fixes and writes nothing, --fix writes them: pass one of them")
-    if args.diff and settings.output_format != "text":
+    if args.diff and settings.output_format not in TEXT_FORMATS:
         raise UsageError(f"--diff prints a unified diff, not {settings.output_format}: drop --output-format "
                          f"{settings.output_format} (the JSON findings' `removes` lists the copies a fix deletes)")
 
@@ -204,7 +238,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     from xferlint.fixes.driver import settle_fixability
     from xferlint.frontends.discovery import from_settings
     from xferlint.pipeline import check_paths, configure
-    from xferlint.reporters import TIMELINE_FORMATS, ReportOptions, emit
+    from xferlint.per_file_ignores import apply as apply_per_file_ignores
+    from xferlint.reporters import TIMELINE_FORMATS, emit
     from xferlint.selection import select_rules
 
     settings = _settings(args)
@@ -226,6 +261,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     run = check_paths(paths, rules, strict=settings.strict, source_map=source_map, discovery=discovery,
                       timelines=draws, project_root=root)
     noqa_commands.print_notes(run)
+    apply_per_file_ignores(run, settings.per_file_ignores, settings.extend_per_file_ignores)
     tried = settle_fixability(run, rules, unsafe_fixes=settings.unsafe_fixes, strict=settings.strict)
     if args.diff:
         return _check_diff(run, rules, settings, tried, settings.output)
@@ -246,9 +282,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     report = run.report(suppressed=len(accepted))
     for error in report.errors:
         print(f"error: {error.message}", file=sys.stderr)
-    options = ReportOptions(statistics=settings.statistics, project_root=settings.project_root,
-                            rules=tuple(type(rule) for rule in rules), timelines=tuple(run.timelines or ()),
-                            suppressed=tuple(run.record.suppressed) + tuple(accepted), baseline_absent=absent)
+    options = _report_options(args, settings, rules, run, tuple(run.record.suppressed) + tuple(accepted), absent)
     _write(emit(report, settings.output_format, options), settings.output)
     if report.errors:
         return EXIT_ERROR
@@ -368,7 +402,7 @@ def cmd_fix(args: argparse.Namespace) -> int:
     fix_comments_of(args.input, rules, settings.project_root, settings.strict)  # XF100: the model's comments
     if args.diff:
         sys.stdout.write(result.diff())
-    for line in result.summary_lines() + result.notes:
+    for line in [] if args.quiet else result.summary_lines() + result.notes:
         print(line)
     if not result.changed and isinstance(result.program, (bytes, bytearray)):
         # a file nothing was fixed in: the output would be a copy of the input
@@ -434,6 +468,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_ERROR
     handler = {"check": cmd_check, "fix": cmd_fix, "rule": cmd_rule, "schema": cmd_schema}[args.command]
+    if getattr(args, "silent", False):
+        return _silently(handler, args)
+    return _run(handler, args)
+
+
+def _silently(handler, args: argparse.Namespace) -> int:
+    """-s: stdout and stderr go nowhere (a file named with -o is still written)."""
+    import contextlib
+
+    with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+        return _run(handler, args)
+
+
+def _run(handler, args: argparse.Namespace) -> int:
     try:
         return handler(args)
     except XferlintError as exc:

@@ -7,6 +7,7 @@ from functools import partial
 
 from xferlint.findings import Applicability
 from xferlint.rules._patterns import is_aten_copy, round_trips, tick
+from xferlint.rules import _words as words
 from xferlint.rules.base import Example, Rule, format_bytes
 
 
@@ -77,7 +78,7 @@ class CrossDeviceStaging(Rule):
             nbytes = ctx.facts.nbytes(trip.value)
             consumer = trip.consumers[0] if trip.consumers else None
             target = f" for {ctx.describe(consumer)}" if consumer else ""
-            message = (
+            detail = (
                 f"{tick(trip.value)} moves from {trip.source} to {trip.target} through host memory"
                 f"{target}: {tick(trip.d2h.name)} copies {format_bytes(nbytes)} to host and "
                 f"{tick(trip.h2d.name)} copies them on to {trip.target}, twice across the bus per call. "
@@ -86,10 +87,13 @@ class CrossDeviceStaging(Rule):
                    "ExecuTorch has no device-to-device copy; if both partitions can run on one device, "
                    "give them the same target_device.")
             )
+            message = (f"{words.value_subject(ctx, trip.value)} goes {trip.source} -> cpu -> {trip.target}: "
+                       f"{format_bytes(ctx.copies_bytes([trip.d2h, trip.h2d]))} per call")
             if not is_aten_copy(trip.h2d):  # ExecuTorch has no device-to-device copy: report only
                 yield replace(ctx.finding(self, message, trip.path(), anchor=trip.producer or trip.h2d,
-                                          copies=[trip.d2h, trip.h2d]), fixable=False, fix_applicability=None)
+                                          copies=[trip.d2h, trip.h2d], detail=detail),
+                              fixable=False, fix_applicability=None)
                 continue
             alone = len(ctx.facts.readers(trip.d2h.output)) == 1 and not ctx.facts.is_output(trip.d2h.output)
             yield ctx.finding(self, message, trip.path(), anchor=trip.producer or trip.h2d,
-                              copies=[trip.d2h, trip.h2d], removes=[trip.d2h] if alone else [])
+                              copies=[trip.d2h, trip.h2d], removes=[trip.d2h] if alone else [], detail=detail)

@@ -11,6 +11,7 @@ from xferlint.analyzer.lattice import CPU, Device
 from xferlint.analyzer.view import Node, OpKind
 from xferlint.findings import Applicability
 from xferlint.rules._patterns import round_trip_at, tick
+from xferlint.rules import _words as words
 from xferlint.rules.base import Example, Rule, format_bytes
 
 # Node kinds whose operands a fix may rewrite in place; control-flow operands and the
@@ -214,7 +215,7 @@ class DuplicateTransfer(Rule):
                 else f"Reuse {tick(dup.first.name)} by hand once that is sorted out (no automatic fix: "
                 f"{sharing_blocker(facts, dup)})"
             )
-            message = (
+            detail = (
                 f"{tick(dup.value)} is copied to {dup.device} twice per call: {tick(dup.first.name)} already "
                 f"holds it there, and {tick(dup.duplicate.name)} copies the same "
                 f"{format_bytes(nbytes)} again{consumer}. {advice}, or let one partition take both consumers."
@@ -223,8 +224,10 @@ class DuplicateTransfer(Rule):
             producer = facts.writer(dup.value)
             if producer is not None:
                 path.insert(0, (producer, "producer"))
+            message = (f"{words.value_subject(ctx, dup.value)} is copied to {dup.device} again: "
+                       f"{format_bytes(ctx.copies_bytes([dup.duplicate]))} per call")
             finding = ctx.finding(self, message, path, anchor=dup.duplicate, copies=[dup.duplicate],
-                                  removes=[dup.duplicate] if fix is not None else ())
+                                  removes=[dup.duplicate] if fix is not None else (), detail=detail)
             if fix != self.fix_applicability:
                 finding = replace(finding, fixable=fix is not None, fix_applicability=fix)
             yield finding

@@ -21,6 +21,7 @@ from xferlint.analyzer.facts import DeviceFacts
 from xferlint.analyzer.lattice import CPU, Device
 from xferlint.analyzer.view import Node, OpKind
 from xferlint.rules._patterns import tick
+from xferlint.rules import _words as words
 from xferlint.rules.base import Example, Rule, RuleContext, format_bytes
 
 HOST_OP_KINDS = frozenset({OpKind.COMPUTE, OpKind.ALIAS, OpKind.GETITEM})
@@ -252,7 +253,7 @@ class HostOpSplitsPartition(Rule):
                 f"{'it' if len(kinds) == 1 else 'them'} and the partition stays whole, or move the op before the "
                 f"first or after the last {seg.device} partition."
             )
-        message = (
+        detail = (
             f"{values} (from {before}) leave{'s' if len(seg.d2hs) == 1 else ''} {seg.device} for {what} "
             f"{ops}, and the result comes back to {seg.device} for {after}: "
             f"{_subject(plural, bool(cpu_delegates))} one {seg.device} partition in two, moving "
@@ -262,8 +263,24 @@ class HostOpSplitsPartition(Rule):
         path = ([(p, "producer") for p in producers] + [(d, "d2h") for d in seg.d2hs]
                 + [(n, "host-op") for n in seg.host_ops] + [(h, "h2d") for h in seg.h2ds]
                 + [(c, "consumer") for c in consumers])
+        message = (f"{_short_ops(ctx, seg.host_ops, cpu_delegates)} split{'' if plural else 's'} a "
+                   f"{seg.device} partition: "
+                   f"{format_bytes(ctx.copies_bytes(list(seg.d2hs) + list(seg.h2ds)))} per call")
         return ctx.finding(self, message, path, anchor=_first_located(ctx, seg.host_ops),
-                           location=_first_location(seg.host_ops), copies=list(seg.d2hs) + list(seg.h2ds))
+                           location=_first_location(seg.host_ops), copies=list(seg.d2hs) + list(seg.h2ds),
+                           detail=detail)
+
+
+def _short_ops(ctx: RuleContext, nodes, cpu_delegates) -> str:
+    """The host side of a split in a few words, by the ops' user-facing names (the line it is
+    reported at is the first host op's): `host op aten.cumsum`, `the XnnpackBackend delegate
+    (aten._softmax)`, `3 host ops (aten.cumsum, aten.sort, ...)`."""
+    kinds = ", ".join(_op_kinds(nodes)[:2]) + (", ..." if len(_op_kinds(nodes)) > 2 else "")
+    if len(nodes) > 1:
+        return f"{len(nodes)} host ops ({kinds})"
+    if cpu_delegates:
+        return f"{words.op_name(nodes[0])} ({kinds})" if kinds else words.op_name(nodes[0])
+    return f"host op {kinds or words.op_name(nodes[0])}"
 
 
 def _subject(plural: bool, delegates: bool) -> str:
