@@ -54,9 +54,9 @@ class RuleContext:
     # -- describing nodes ---------------------------------------------------------
     def device_str(self, node: Node) -> Optional[str]:
         if node.kind == OpKind.DELEGATE:
-            return str(node.device) if node.device else "cpu"
+            return _device_text(node.device) if node.device else "cpu"
         device = self.facts.device(node.output)
-        return str(device) if isinstance(device, Device) else None
+        return _device_text(device) if isinstance(device, Device) else None
 
     def locate(self, node: Optional[Node]) -> Optional[SourceLocation]:
         """The node's own source line, else the nearest neighbour's that has one.
@@ -210,7 +210,7 @@ class RuleContext:
             devices=[s.device or "unknown" for s in steps],
             bytes=self.copies_bytes(copies) if copies else nbytes,
             location=_location(location),
-            file=os.path.abspath(self.program.file) if self.program.file else None,
+            file=self._cached(("file",), lambda: os.path.abspath(self.program.file) if self.program.file else None),
             fixable=rule.fix_applicability is not None,
             fix_applicability=rule.fix_applicability,
             steps=steps,
@@ -221,10 +221,17 @@ class RuleContext:
         )
 
 
+@lru_cache(maxsize=4096)
 def _location(loc: Optional[SourceLocation]) -> Optional[Location]:
+    """One (immutable) Location per distinct source location, shared by every step and finding."""
     if loc is None:
         return None
     return Location(file=loc.file, line=loc.line, column=loc.column, function=loc.function, code=loc.code)
+
+
+@lru_cache(maxsize=256)
+def _device_text(device: Device) -> str:
+    return str(device)
 
 
 def format_bytes(nbytes: Optional[int]) -> str:

@@ -23,7 +23,7 @@ The shapes (each a function of a size, returning the file's bytes):
   own delegate (one first copy, `readers - 1` duplicates);
 - `loops(count)`: `count` loops in a row, each the shape of a lowered `map` body (an H2D,
   a delegate, a D2H, a host op, an H2D back, a delegate, a D2H, the counter's add and
-  eq and a backward jump), 11 instructions per loop;
+  eq and a backward jump), 10 instructions per loop;
 - `methods(count, blocks)`: `count` execution plans, each a `ladder(blocks)`.
 """
 
