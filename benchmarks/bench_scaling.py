@@ -311,7 +311,11 @@ def main(argv: Optional[list[str]] = None) -> int:
         points = []
         for size in (case.quick if args.quick else case.sizes):
             log(f"{case.name} {size:,} ...")
-            points.append(measure(case, size, repeat, calls=not args.no_calls))
+            point = measure(case, size, repeat, calls=not args.no_calls)
+            points.append(point)
+            calls = f", {point.calls_per_unit:.1f} calls" if point.calls_per_unit is not None else ""
+            log(f"  {point.units:,} {case.unit}s: {statistics.median(point.cpu) * 1e3:,.1f} ms CPU, "
+                f"{point.us_per_unit:.2f} µs/{case.unit}{calls}, {point.findings}")
         results.append((case, points))
     text = table(results)
     header = (f"xferlint scaling benchmark; load average at start {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}, "
