@@ -52,17 +52,26 @@ def host_segments(facts: DeviceFacts) -> list[HostSegment]:
     """Every host segment of the method, for every device, in program order."""
     nodes = facts.method.nodes
     devices = sorted({n.device for n in nodes if n.kind == OpKind.H2D and n.device and not n.device.is_host})
+    if not devices:
+        return []
+    # One pass for every device: the host ops, and the copies leaving and entering each device.
+    host = {n.index for n in nodes if is_host_op(n, facts)}
+    d2hs: dict[Device, list[Node]] = {}
+    h2ds: dict[Device, list[Node]] = {}
+    for n in nodes:
+        if n.kind == OpKind.D2H and n.inputs:
+            d2hs.setdefault(facts.device(n.inputs[0]), []).append(n)
+        elif n.kind == OpKind.H2D and n.device is not None and n.inputs:
+            h2ds.setdefault(n.device, []).append(n)
     segments: list[HostSegment] = []
     for device in devices:
-        segments.extend(_segments_for(facts, device))
+        segments.extend(_segments_for(facts, device, host, d2hs.get(device, []), h2ds.get(device, [])))
     return sorted(segments, key=lambda s: (s.host_ops[0].index, str(s.device)))
 
 
-def _segments_for(facts: DeviceFacts, device: Device) -> list[HostSegment]:
+def _segments_for(facts: DeviceFacts, device: Device, host: set[int], d2hs: list[Node],
+                  h2ds: list[Node]) -> list[HostSegment]:
     nodes = facts.method.nodes
-    host = {n.index for n in nodes if is_host_op(n, facts)}
-    d2hs = [n for n in nodes if n.kind == OpKind.D2H and n.inputs and facts.device(n.inputs[0]) == device]
-    h2ds = [n for n in nodes if n.kind == OpKind.H2D and n.device == device and n.inputs]
 
     def sees(reader: Node, vid: str, writer: Node) -> bool:
         """Whether `reader`'s read of `vid` can see `writer`'s write (always in SSA views;

@@ -134,12 +134,19 @@ def _expand_lists(plan: pp.Plan, operands: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def delegate_io(plan: pp.Plan, args: tuple[int, ...], seen: set[int], fixed: set[int]) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """Split a DelegateCall's arguments into inputs and outputs (see module docstring)."""
+    """Split a DelegateCall's arguments into inputs and outputs (see module docstring).
+
+    An output is a fresh tensor that appears only once in the call: an argument at
+    position p is one only if its first occurrence is p (one dict over the arguments, so
+    a call with 100,000 arguments is one pass, not one scan of them per output)."""
+    first: dict[int, int] = {}
+    for position, a in enumerate(args):
+        first.setdefault(a, position)
     k = len(args)
     while k > 0:
         a = args[k - 1]
         ev = plan.values[a]
-        if ev.kind != pp.TENSOR or a in seen or a in fixed or a in args[: k - 1]:
+        if ev.kind != pp.TENSOR or a in seen or a in fixed or first[a] < k - 1:
             break
         k -= 1
     if k == len(args) and args:
@@ -220,7 +227,7 @@ class _MethodBuilder:
             self.add(name=f"input {k} ({value_id(i)})", kind=OpKind.INPUT, target="input", outputs=(value_id(i),))
         for i, ev in enumerate(plan.values):
             t = ev.tensor
-            if t is not None and (t.data_buffer_idx > 0 or t.external) and i not in plan.inputs:
+            if t is not None and (t.data_buffer_idx > 0 or t.external) and i not in self.input_set:
                 label = f" ({t.fqn})" if t.fqn else ""
                 self.add(name=f"constant {value_id(i)}{label}", kind=OpKind.CONSTANT, target="constant",
                          outputs=(value_id(i),))
