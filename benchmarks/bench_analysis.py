@@ -30,7 +30,8 @@ For each program, on the same graph:
 Every figure is the median of N runs (3; min in the JSON). Wall-clock and process CPU
 time are both recorded; the ratio uses CPU time, which other processes on a shared
 machine disturb less. Garbage is collected before each tool runs; the cyclic collector
-stays on while it runs, as in a real check (`--gc off`: off, for both). Per-node figures
+then runs as each tool runs it: on for ExecuTorch's pass, paused for xferlint's stages (as
+`pipeline.collector_paused` pauses it in every `xferlint check`); `--gc off`: off for both. Per-node figures
 divide by the FX node count of the graph after the pass.
 
     .venv/bin/python benchmarks/bench_analysis.py            # full (about 20 minutes)
@@ -88,14 +89,15 @@ class Sample:
 GC_DURING_TIMING = True  # --gc off turns the cyclic collector off while a stage runs
 
 
-def timed(sample: Sample, fn: Callable[[], Any], collect: bool = True) -> Any:
+def timed(sample: Sample, fn: Callable[[], Any], collect: bool = True, paused: bool = False) -> Any:
     """Run fn once and add its wall and CPU time to `sample`. With `collect`, garbage
     left over from earlier work is collected first so it is not billed to fn (done before
     each tool runs, not between xferlint's stages, which share one collector's pressure
-    as in a real `xferlint check`); the collector stays on while fn runs unless `--gc off`."""
+    as in a real `xferlint check`); the collector stays on while fn runs unless `--gc off`
+    or `paused` (xferlint's stages: the pipeline pauses it)."""
     if collect:
         gc.collect()
-    if not GC_DURING_TIMING:
+    if not GC_DURING_TIMING or paused:  # `paused`: xferlint, which pauses it itself (pipeline.collector_paused)
         gc.disable()
     try:
         w0, c0 = time.perf_counter(), time.process_time()
@@ -151,16 +153,16 @@ def run_xferlint(times: XferlintTimes, read: Callable[[], Any], rules: list) -> 
     from xferlint.report import build_report
     from xferlint.rules.base import RuleContext
 
-    view = timed(times.frontend, read)
+    view = timed(times.frontend, read, paused=True)
     contexts = []
 
     def analysis():
         for method in view.methods:
             contexts.append(RuleContext(program=view, method=method, facts=DeviceFacts.compute(method)))
 
-    timed(times.analysis, analysis, collect=False)
+    timed(times.analysis, analysis, collect=False, paused=True)
     transfers: list = []
-    findings = timed(times.rules, lambda: check_rules(contexts, rules, transfers), collect=False)
+    findings = timed(times.rules, lambda: check_rules(contexts, rules, transfers), collect=False, paused=True)
     timed(times.report, lambda: emit(build_report(findings, [], 1, 1, transfers=transfers), None), collect=False)
     n = len(times.rules.cpu) - 1
     times.total.add(
@@ -646,7 +648,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         f"executorch {info['executorch']}; load average at start {info['load_average_at_start']}\n"
         f"xferlint at {info['commit'] or '?'}{' (with uncommitted changes under xferlint/)' if info['xferlint_modified'] else ''}\n"
         f"command: {command}\n"
-        f"rules: {', '.join(r.code for r in rules)}; median of {repeat} run(s); cyclic GC {args.gc} while timing\n"
+        f"rules: {', '.join(r.code for r in rules)}; median of {repeat} run(s); cyclic GC {args.gc} while timing the pass (xferlint pauses it, as `xferlint check` does)\n"
     )
     text = header + "\n" + tables(rows)
     print(text)

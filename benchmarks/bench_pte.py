@@ -8,16 +8,24 @@ committed):
   after each, upstream elision off (every boundary keeps its copies): 170 layers give a
   3.0 MB file with 1,190 instructions and 1,361 values (`--quick`: 40 layers);
 - dir100/: 100 random device programs (tests/randmodels.py seeds; elision on, off, and
-  off with dead copies left behind, in turn).
+  off with dead copies left behind, in turn);
+- dir1000/: the same 100 programs ten times over (p000.pte ... p999.pte): 1,000 files, for
+  the per-file costs.
 
-Both sides run as an installed package would: with byte-code caching (this repo's
-environment sets PYTHONDONTWRITEBYTECODE=1, which would make every xferlint run compile its
-sources; the benchmark unsets it and caches under benchmarks/out/pycache) after one
-warm-up run each. Each measurement is a fresh process (`python -m xferlint.cli check ...` vs `python -c
-"from executorch.exir._serialize._program import deserialize_pte_binary; ..."`), run
-alternately so both see the same machine load; wall-clock and CPU time (user + sys of the
-child) are recorded; the table shows medians, the JSON also minima. The xferlint process
-also reports whether torch was imported (it must not be).
+They are linted the way a user runs xferlint: the console script (`.venv/bin/xferlint check
+PATH --format json`), from a project directory outside this repository
+($TMPDIR/xferlint-bench-pte: its own git work tree, so directory discovery asks git what it
+ignores, and a pyproject.toml with a `[tool.xferlint]` table, so the configuration is found
+and read). Both sides run as an installed package would: with byte-code caching (this
+repo's environment sets PYTHONDONTWRITEBYTECODE=1, which would make every xferlint run
+compile its sources; the benchmark unsets it and caches under benchmarks/out/pycache)
+after one warm-up run each. Each measurement is a fresh process (the console script vs
+`python -c "from executorch.exir._serialize._program import deserialize_pte_binary; ..."`),
+run alternately so both see the same machine load; wall-clock and CPU time (user + sys of
+the child) are recorded; the table shows medians, the JSON also minima. The floor is an
+empty interpreter (`python -c pass`, site and this venv's editable-install hook included).
+One more process (`python -c`, the same `main`) reports which modules the check imported:
+torch and ExecuTorch proper never (only its generated flatbuffer reader).
 
     .venv/bin/python benchmarks/bench_pte.py              # build (first run: minutes), measure
     .venv/bin/python benchmarks/bench_pte.py --quick      # smaller large.pte, 3 runs
@@ -61,12 +69,21 @@ ET_DIR = (
     "    if name.endswith('.pte'):\n"
     "        assert deserialize_pte_binary(open(os.path.join(d, name), 'rb').read()).program.execution_plan\n"
 )
-XF_CHECK = (
+XF_MODULES = (
     "import sys\n"
     "from xferlint.cli import main\n"
-    "code = main(['check', *sys.argv[1:], '--isolated', '--exit-zero'])\n"
-    "sys.stderr.write('TORCH=%d\\n' % ('torch' in sys.modules))\n"
+    "code = main(['check', *sys.argv[1:], '--format', 'json', '--output', '/dev/null', '--exit-zero'])\n"
+    "names = sorted(sys.modules)\n"
+    "print('TORCH=%d' % ('torch' in sys.modules))\n"
+    "print('EXECUTORCH=' + ','.join(sorted({n.split('.')[2] if n.count('.') >= 2 else n for n in names\n"
+    "                                       if n.startswith('executorch')})))\n"
+    "print('MODULES=%d' % len(names))\n"
     "sys.exit(code)\n"
+)
+XFERLINT = str(Path(sys.executable).with_name("xferlint"))  # the console script users run
+PROJECT_TOML = (
+    "[project]\nname = \"bench-project\"\nversion = \"0\"\n\n"
+    "[tool.xferlint]\nextend-exclude = [\"scratch/\"]\nmax-transfer-bytes = 1_000_000_000\n"
 )
 
 
@@ -152,39 +169,66 @@ def _env() -> dict[str, str]:
 ENV = _env()
 
 
-def run_once(argv: list[str]) -> tuple[float, float, subprocess.CompletedProcess]:
+def project(large: Path, directory: Path) -> Path:
+    """The user's project: pyproject.toml with [tool.xferlint], its own git work tree,
+    large.pte, dir100/ and dir1000/ (the 100 programs ten times over)."""
+    import tempfile
+
+    root = Path(tempfile.gettempdir()) / "xferlint-bench-pte"
+    sources = sorted(directory.glob("*.pte"))
+    wanted = {root / "large.pte": large}
+    wanted.update({root / "dir100" / f"p{i:03d}.pte": src for i, src in enumerate(sources)})
+    wanted.update({root / "dir1000" / f"p{i:03d}.pte": sources[i % len(sources)] for i in range(10 * len(sources))})
+    for dest, src in wanted.items():
+        if not dest.exists() or dest.stat().st_size != src.stat().st_size:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(src.read_bytes())
+    (root / "pyproject.toml").write_text(PROJECT_TOML)
+    if not (root / ".git").exists():
+        subprocess.run(["git", "init", "-q", str(root)], check=True)
+    return root
+
+
+def run_once(argv: list[str], cwd: Path) -> tuple[float, float, subprocess.CompletedProcess]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    done = subprocess.run(argv, capture_output=True, text=True, cwd=REPO, env=ENV)
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=cwd, env=ENV)
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return wall, cpu, done
 
 
-def side_by_side(label: str, xf: list[str], et: list[str], runs: int) -> dict:
-    samples = {"xferlint": {"wall": [], "cpu": []}, "executorch": {"wall": [], "cpu": []}}
-    torch_imported = None
-    for argv in (xf, et):  # warm-up: byte-code caches, file cache
-        run_once(argv)
+def _stats(values: list[float]) -> dict:
+    return {"median_s": statistics.median(values), "min_s": min(values)}
+
+
+def side_by_side(label: str, tools: dict[str, list[str]], runs: int, cwd: Path) -> dict:
+    """Run each tool `runs` times, alternating; `floor` (an empty interpreter) alongside."""
+    samples: dict[str, dict[str, list[float]]] = {name: {"wall": [], "cpu": []} for name in tools}
+    for argv in tools.values():  # warm-up: byte-code caches, file cache
+        run_once(argv, cwd)
     for _ in range(runs):
-        for name, argv in (("xferlint", xf), ("executorch", et)):
-            wall, cpu, done = run_once(argv)
-            if done.returncode not in (0, 1):
-                raise SystemExit(f"{name} failed on {label}: {done.stderr[-2000:]}")
-            if name == "xferlint":
-                torch_imported = "TORCH=1" in done.stderr
+        for name, argv in tools.items():
+            wall, cpu, done = run_once(argv, cwd)
+            if done.returncode not in (0, 1) or (name == "xferlint" and done.stderr.strip()):
+                raise SystemExit(f"{name} failed on {label} (exit {done.returncode}): {done.stderr[-2000:]}")
             samples[name]["wall"].append(wall)
             samples[name]["cpu"].append(cpu)
-    result = {"label": label, "runs": runs, "torch_imported_by_xferlint": torch_imported}
+    result: dict = {"label": label, "runs": runs}
     for name, s in samples.items():
-        result[name] = {
-            "wall_median_s": statistics.median(s["wall"]), "wall_min_s": min(s["wall"]),
-            "cpu_median_s": statistics.median(s["cpu"]), "cpu_min_s": min(s["cpu"]),
-        }
-    result["ratio_wall_median"] = result["executorch"]["wall_median_s"] / result["xferlint"]["wall_median_s"]
-    result["ratio_cpu_median"] = result["executorch"]["cpu_median_s"] / result["xferlint"]["cpu_median_s"]
+        result[name] = {"wall": _stats(s["wall"]), "cpu": _stats(s["cpu"])}
+    for kind in ("wall", "cpu"):
+        result[f"ratio_{kind}_median"] = (result["executorch"][kind]["median_s"]
+                                          / result["xferlint"][kind]["median_s"])
     return result
+
+
+def modules_imported(path: str, cwd: Path) -> dict:
+    done = subprocess.run([PYTHON, "-c", XF_MODULES, path], capture_output=True, text=True, cwd=cwd, env=ENV)
+    lines = dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
+    return {"torch": lines.get("TORCH") == "1", "executorch": lines.get("EXECUTORCH", "").split(","),
+            "modules": int(lines.get("MODULES", 0))}
 
 
 def in_process(path: Path, runs: int) -> dict:
@@ -193,11 +237,16 @@ def in_process(path: Path, runs: int) -> dict:
     from xferlint.pipeline import analyze
     from xferlint.frontends.pte.view import view_of
     from xferlint.frontends.pte.program import read_program
+    from xferlint.fixes.driver import settle_fixability
+    from xferlint.pipeline import check_paths
+    from xferlint.reporters import ReportOptions, emit
     from xferlint.selection import select_rules
 
     data = path.read_bytes()
     rules = select_rules()
-    phases: dict[str, list[float]] = {"read": [], "view": [], "facts": [], "rules": []}
+    options = ReportOptions(rules=tuple(type(rule) for rule in rules))
+    phases: dict[str, list[float]] = {"read": [], "view": [], "facts": [], "rules": [], "fixability": [],
+                                      "report": []}
     per_rule: dict[str, list[float]] = {}
     for _ in range(runs):
         t0 = time.perf_counter()
@@ -213,6 +262,13 @@ def in_process(path: Path, runs: int) -> dict:
         phases["view"].append(t2 - t1)
         phases["facts"].append(t3 - t2)
         phases["rules"].append((t4 - t3) - (t3 - t2))
+        run = check_paths([str(path)], rules)
+        t5 = time.perf_counter()
+        settle_fixability(run, rules)  # what `check` does to mark fixable only what a fix removes
+        t6 = time.perf_counter()
+        emit(run.report(), "json", options)
+        phases["fixability"].append(t6 - t5)
+        phases["report"].append(time.perf_counter() - t6)
         from xferlint.rules.base import RuleContext
 
         for method, f in zip(view.methods, facts):
@@ -265,6 +321,8 @@ def main() -> None:
     parser.add_argument("--rebuild", action="store_true", help="lower the programs again")
     parser.add_argument("--fuzz", type=int, default=0, metavar="CASES", help="run a fuzz campaign instead")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--cases", default="large.pte,dir100/,dir1000/",
+                        help="comma-separated subset of large.pte, dir100/, dir1000/")
     args = parser.parse_args()
     runs = args.runs or (3 if args.quick else 9)
     layers = 40 if args.quick else 170
@@ -282,37 +340,51 @@ def main() -> None:
         (HERE / "out" / "bench_pte_fuzz.json").write_text(json.dumps(result, indent=2) + "\n")
         return
 
-    xf = [PYTHON, "-c", XF_CHECK]
+    root = project(large, directory)
+    wanted = {c.strip() for c in args.cases.split(",")}
+    cases = [case for case in (("large.pte", "large.pte", runs), ("dir100/", "dir100", runs),
+                               ("dir1000/", "dir1000", max(3, runs // 3))) if case[0] in wanted]
+    floor = [PYTHON, "-c", "pass"]
     results = {
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
                     "loadavg_before": os.getloadavg()},
+        "command": f"{XFERLINT} check PATH --format json (cwd {root}, pyproject.toml with [tool.xferlint])",
         "large": stats_of(large),
-        "single": side_by_side(large.name, xf + [str(large)], [PYTHON, "-c", ET_ONE, str(large)], runs),
-        "directory": side_by_side("dir100", xf + [str(directory)], [PYTHON, "-c", ET_DIR, str(directory)],
-                                  max(3, runs // 3)),
-        "in_process": in_process(large, runs),
+        "imports": modules_imported("large.pte", root),
+        "cases": {},
     }
+    for label, path, n in cases:
+        print(f"  measuring {label} ({n} runs each) ...", file=sys.stderr, flush=True)
+        et = [PYTHON, "-c", ET_ONE if path.endswith(".pte") else ET_DIR, path]
+        xf = [XFERLINT, "check", path, "--format", "json", "--exit-zero"]
+        results["cases"][label] = side_by_side(label, {"xferlint": xf, "executorch": et, "floor": floor}, n, root)
+    results["in_process"] = in_process(large, runs)
     results["machine"]["loadavg_after"] = os.getloadavg()
     (HERE / "out" / "bench_pte.json").write_text(json.dumps(results, indent=2) + "\n")
-
-    s, d, lg = results["single"], results["directory"], results["large"]
-    print(f"\nlarge.pte: {lg['bytes'] / 1e6:.2f} MB, {lg['instructions']} instructions, {lg['values']} values, "
-          f"{lg['delegates']} delegates; {runs} runs each, alternating; load average "
-          f"{results['machine']['loadavg_before'][0]:.1f} on {os.cpu_count()} CPUs\n")
-    print(f"{'':34}{'wall (median)':>15}{'CPU (median)':>15}")
-    for label, r, name in (("xferlint check large.pte", s, "xferlint"),
-                           ("ExecuTorch import + deserialize", s, "executorch"),
-                           ("xferlint check dir100/", d, "xferlint"),
-                           ("ExecuTorch import + 100 x deser.", d, "executorch")):
-        print(f"{label:34}{r[name]['wall_median_s']:>14.3f}s{r[name]['cpu_median_s']:>14.3f}s")
-    print(f"\nspeed-up, one file: {s['ratio_wall_median']:.1f}x wall, {s['ratio_cpu_median']:.1f}x CPU; "
-          f"directory: {d['ratio_wall_median']:.1f}x wall, {d['ratio_cpu_median']:.1f}x CPU")
-    print(f"torch imported by the xferlint process: {s['torch_imported_by_xferlint']}")
-    ph = results["in_process"]["phases_median_s"]
-    print("in-process (imports excluded): " + ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in ph.items()))
-    print("per rule: " + ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in results["in_process"]["rules_median_s"].items()))
+    print_table(results, runs)
     print(f"\nwritten: {HERE / 'out' / 'bench_pte.json'}")
+
+
+def print_table(results: dict, runs: int) -> None:
+    lg, machine = results["large"], results["machine"]
+    print(f"\nlarge.pte: {lg['bytes'] / 1e6:.2f} MB, {lg['instructions']} instructions, {lg['values']} values, "
+          f"{lg['delegates']} delegates; alternating fresh processes, medians; load average "
+          f"{machine['loadavg_before'][0]:.1f} -> {machine['loadavg_after'][0]:.1f} on {machine['cpus']} CPUs")
+    print(f"xferlint: {results['command']}\n")
+    print(f"{'':12}{'runs':>5}{'xferlint wall':>15}{'CPU':>9}{'ExecuTorch wall':>17}{'CPU':>9}"
+          f"{'ratio wall':>12}{'CPU':>7}{'python -c pass':>16}")
+    for label, r in results["cases"].items():
+        xf, et, fl = r["xferlint"], r["executorch"], r["floor"]
+        print(f"{label:12}{r['runs']:>5}{xf['wall']['median_s']:>14.3f}s{xf['cpu']['median_s']:>8.3f}s"
+              f"{et['wall']['median_s']:>16.3f}s{et['cpu']['median_s']:>8.3f}s"
+              f"{r['ratio_wall_median']:>11.1f}x{r['ratio_cpu_median']:>6.1f}x{fl['wall']['median_s']:>15.3f}s")
+    imp = results["imports"]
+    print(f"\nmodules the check imported: {imp['modules']}; torch: {imp['torch']}; "
+          f"executorch: {', '.join(imp['executorch'])}")
+    ph = results["in_process"]["phases_median_s"]
+    print("in-process, large.pte (imports excluded): " + ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in ph.items()))
+    print("per rule: " + ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in results["in_process"]["rules_median_s"].items()))
 
 
 if __name__ == "__main__":

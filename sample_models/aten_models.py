@@ -9,6 +9,9 @@ are what findings point at.
 from __future__ import annotations
 
 import torch
+from torch._higher_order_ops.map import map as map_hop
+from torch._higher_order_ops.scan import scan
+from torch._higher_order_ops.while_loop import while_loop
 
 DEV = "cuda:0"
 
@@ -150,6 +153,53 @@ class Mask(torch.nn.Module):
         return x[x > 0]
 
 
+
+class RoundTripCast(torch.nn.Module):
+    """XF001 that changes dtype on the way back: the fix would drop the cast, so it is refused."""
+
+    def forward(self, x):
+        y = torch.sin(x)
+        return torch.cos(y.cpu().to(DEV, torch.float16))
+
+
+class MapRoundTrip(torch.nn.Module):
+    """XF001 inside a `map` body (one round trip per slice)."""
+
+    def forward(self, xs):
+        return map_hop(lambda x: x.cpu().to(DEV).sin(), xs)
+
+
+class ScanRoundTrip(torch.nn.Module):
+    """XF001 inside a `scan` combine function."""
+
+    def forward(self, init, xs):
+        def step(carry, x):
+            nxt = carry + x
+            return nxt, nxt.cpu().to(DEV).sin()
+
+        return scan(step, init, xs)
+
+
+class WhileRoundTrip(torch.nn.Module):
+    """XF001 inside a `while_loop` body."""
+
+    def forward(self, i, x):
+        return while_loop(lambda i, v: i < 3, lambda i, v: (i + 1, v.cpu().to(DEV).sin()), (i, x))
+
+
+class LoopsOk(torch.nn.Module):
+    """`map`, `scan` and `while_loop` that keep every value on the device."""
+
+    def forward(self, i, xs):
+        def step(carry, x):
+            return carry + x, (carry + x).sin()
+
+        ys = map_hop(lambda x: x.sin(), xs)
+        carry, zs = scan(step, xs.sum(0), xs)
+        _, out = while_loop(lambda i, v: i < 3, lambda i, v: (i + 1, v.cos()), (i, carry))
+        return ys, zs, out
+
+
 MODELS = {
     "round_trip": (RoundTrip, 1), "round_trip_ok": (RoundTripOk, 1),
     "staging": (Staging, 1), "staging_ok": (StagingOk, 1),
@@ -161,4 +211,7 @@ MODELS = {
     "item": (Item, 1), "item_ok": (ItemOk, 1),
     "nonzero": (Nonzero, 1), "nonzero_ok": (NonzeroOk, 1),
     "mask": (Mask, 1),
+    "round_trip_cast": (RoundTripCast, 1),
+    "map_round_trip": (MapRoundTrip, 1), "scan_round_trip": (ScanRoundTrip, 2),
+    "while_round_trip": (WhileRoundTrip, 2), "loops_ok": (LoopsOk, 2),
 }

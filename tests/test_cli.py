@@ -557,7 +557,8 @@ def test_output_to_a_fifo_without_reader_is_an_error_not_a_hang(capfd, in_ws, tm
     ("# noqa", True),  # a bare noqa belongs to other tools
     ("# noqa: E501", True),
 ])
-def test_suppression_comments_on_the_finding_line(capfd, tmp_path, comment, kept):
+def test_suppression_comments_on_the_finding_line(capfd, tmp_path, monkeypatch, comment, kept):
+    monkeypatch.chdir(tmp_path)  # the project: comments outside it are not honoured
     source = MODEL.format(devices='["cuda:0", "cuda:0"]', extra=", elide=False").replace(
         "# SOURCE-LINE", comment) + "program = build()\n"
     (tmp_path / "model.py").write_text(source)
@@ -569,7 +570,8 @@ def test_suppression_comments_on_the_finding_line(capfd, tmp_path, comment, kept
         assert report["summary"]["transfers"]["flagged_bytes"] == 0
 
 
-def test_a_file_level_suppression(capfd, tmp_path):
+def test_a_file_level_suppression(capfd, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     source = "# xferlint: noqa-file: XF001\n" + MODEL.format(devices='["cuda:0", "cuda:0"]', extra=", elide=False") \
         + "program = build()\n"
     (tmp_path / "model.py").write_text(source)

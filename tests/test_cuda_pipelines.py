@@ -81,8 +81,8 @@ def test_cpu_delegate_split_is_xf005_on_entry_point_and_pte(program):
     for findings in (entry, pte):
         xf005 = [f for f in findings if f.code == "XF005"]
         assert len(xf005) == 1, [f.message for f in findings]
-        assert "`XnnpackBackend`" in xf005[0].message and "cuda:0" in xf005[0].message
-    assert "`aten._softmax`" in [f for f in entry if f.code == "XF005"][0].message
+        assert "`XnnpackBackend`" in xf005[0].detail and "cuda:0" in xf005[0].detail
+    assert "`aten._softmax`" in [f for f in entry if f.code == "XF005"][0].detail
     # bytes: the D2H into the XNNPACK delegate and the H2D out of it, as ExecuTorch planned them
     h2d, d2h = _copies(program)
     gm = program.exported_program().graph_module
@@ -114,7 +114,7 @@ def test_staged_kv_cache_is_xf011_with_both_directions(program):
         assert "`k_cache`" in xf011[0].message and "`v_cache`" in xf011[1].message
         for f in xf011:
             assert f.bytes >= 2 * cache_bytes  # the whole cache in and out, every call
-            assert "tag_mutated_buffer" in f.message and "skip_h2d_for_method_inputs" in f.message
+            assert "tag_mutated_buffer" in f.detail and "skip_h2d_for_method_inputs" in f.detail
         assert not [f for f in findings if f.code == "XF006"]  # written buffers are not constants
 
 

@@ -43,11 +43,11 @@ def test_a_d2h_read_only_by_round_trips_is_said_to_die_with_them(two_consumers):
     through_first = [f for f in findings if f.nodes[1] == "_d2h_copy_default"]
     assert len(through_first) == 2
     for finding in through_first:
-        assert "`_d2h_copy_default` is then dead too" in finding.message
+        assert "`_d2h_copy_default` is then dead too" in finding.detail
         assert "_d2h_copy_default" in finding.removes
 
 
 def test_a_d2h_that_feeds_a_host_op_is_said_to_stay(host_and_device):
     (finding,) = lint(host_and_device, select=["XF001"])
-    assert "stays: it also feeds host code (`aten_cos_default`)" in finding.message
+    assert "stays: it also feeds host code (`aten_cos_default`)" in finding.detail
     assert finding.removes == [finding.nodes[2]]  # only the H2D goes

@@ -17,18 +17,38 @@ def _finding(input_label: str, method: str = "forward", located: bool = True) ->
 def test_two_programs_of_one_dict_read_differently_on_the_same_line():
     report = build_report([_finding("m.py:program[edge]"), _finding("m.py:program[workaround]")], [], 1, 2)
     lines = emit(report, ReportOptions(project_root="/abs")).splitlines()
-    assert lines[0] == "model.py:3:5: XF006 copies `w` every call. (in program[edge])"
-    assert lines[1] == "model.py:3:5: XF006 copies `w` every call. (in program[workaround])"
+    # the program qualifier comes first in the message, path:line:col stay in front
+    assert lines[0] == "model.py:3:5: XF006 program[edge]: copies `w` every call."
+    assert lines[1] == "model.py:3:5: XF006 program[workaround]: copies `w` every call."
 
 
 def test_a_method_other_than_forward_is_named():
     report = build_report([_finding("m.py:program", method="decode")], [], 1, 1)
-    assert emit(report, ReportOptions(project_root="/abs")).splitlines()[0].endswith("(in method decode)")
+    assert emit(report, ReportOptions(project_root="/abs")).splitlines()[0] == (
+        "model.py:3:5: XF006 decode(): copies `w` every call.")
 
 
 def test_a_finding_without_source_is_shown_at_input_method_node():
     report = build_report([_finding("m.pte", method="forward", located=False)], [], 1, 1)
     assert emit(report, ReportOptions()).splitlines()[0] == "m.pte:forward:w: XF006 copies `w` every call."
+
+
+def test_a_pte_finding_is_shown_at_its_instruction_without_the_operator():
+    import dataclasses
+
+    finding = dataclasses.replace(_finding("m.pte", located=False), nodes=["constant v0", "instr 3 (et_copy::_h2d_copy.out)"],
+                                  copies=["instr 3 (et_copy::_h2d_copy.out)"])
+    report = build_report([finding], [], 1, 1)
+    assert emit(report, ReportOptions()).splitlines()[0] == "m.pte:forward:instr 3: XF006 copies `w` every call."
+
+
+def test_a_program_read_from_an_archive_names_it_before_the_message():
+    import dataclasses
+
+    finding = dataclasses.replace(_finding("pt2/round_trip.pt2"), file="/abs/pt2/round_trip.pt2")
+    report = build_report([finding], [], 1, 1)
+    assert emit(report, ReportOptions(project_root="/abs")).splitlines()[0] == (
+        "model.py:3:5: XF006 round_trip.pt2: copies `w` every call.")
 
 
 def test_byte_counts_beyond_a_float_stay_exact_and_print():

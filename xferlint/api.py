@@ -11,7 +11,7 @@ from typing import Any, Iterable, Optional
 from xferlint.analyzer.summary import MethodTransfers
 from xferlint.findings import Finding
 from xferlint.frontends.entrypoints import EntryPoint, resolve
-from xferlint.pipeline import analyze, configure, load_program
+from xferlint.pipeline import analyze, comment_findings, configure, load_program, new_record
 from xferlint.report import Report, build_report
 from xferlint.selection import select_rules
 
@@ -52,9 +52,11 @@ def lint_report(
     findings: list[Finding] = []
     transfers: list[MethodTransfers] = []
     programs = resolve(obj, entry, name)
+    record = new_record(rules)
     for program in programs:
-        findings.extend(analyze(load_program(program, strict).view, rules, transfers))
-    return build_report(findings, [], 1, len(programs), transfers=transfers)
+        findings.extend(analyze(load_program(program, strict).view, rules, transfers, record=record))
+    findings.extend(comment_findings(record, rules))
+    return build_report(findings, [], 1, len(programs), transfers=transfers, suppressed=len(record.suppressed))
 
 
 def fix(

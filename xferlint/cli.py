@@ -15,7 +15,7 @@ import warnings
 from typing import Optional, Sequence
 
 from xferlint import __version__
-from xferlint.reporters import FORMATS
+from xferlint.reporters import FORMATS, TEXT_FORMATS
 from xferlint.errors import FixWriteError, UsageError, XferlintError
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -45,6 +45,26 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
                         help="Error on operators the analyzer does not model instead of assuming nothing")
     parser.add_argument("--project-root", metavar="DIR", help="Show paths relative to DIR (default: the cwd for text and JSON; for SARIF's "
                              "%%SRCROOT%% the git work tree holding the cwd, else the cwd)")
+
+
+def _add_verbosity(parser: argparse.ArgumentParser) -> None:
+    """-q / -s (ReportOptions.quiet / .silent carry them to the reporters and the progress display)."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("-q", "--quiet", action="store_true", help="Print the findings only: no summary or notes")
+    group.add_argument("-s", "--silent", action="store_true",
+                       help="Print nothing (a file named with -o is still written); the exit code says it all")
+
+
+def _color(args: argparse.Namespace, settings) -> bool:
+    """Colour on a terminal: never into a file (-o), off with --no-color or NO_COLOR, on with FORCE_COLOR."""
+    if settings.output or getattr(args, "no_color", False) or os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR", "0") not in ("", "0"):
+        return True
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def _byte_budget(text: str) -> int:
@@ -110,8 +130,11 @@ def build_parser() -> argparse.ArgumentParser:
                        help="file.py, file.py:attr, package.module:attr, a .pte file or a directory")
     _add_selection(check)
     check.add_argument("--output-format", "--format", dest="output_format", choices=tuple(FORMATS),
-                       help="Output format (default: text); html: a self-contained page with a device timeline "
-                            "per method; model-explorer: node data (device per node, bytes per copy) for Model Explorer")
+                       help="Output format (default: concise, one line per finding; text is its old name); full: "
+                            "each finding with its source line and detail; html: a self-contained page with a device "
+                            "timeline per method; model-explorer: node data (device per node, bytes per copy)")
+    check.add_argument("--no-color", action="store_true", help="No colour in the text output (also: NO_COLOR=1)")
+    _add_verbosity(check)
     check.add_argument("-o", "--output", "--output-file", dest="output", metavar="FILE",
                        help="Write the report to FILE (atomically)")
     check.add_argument("--exit-zero", action="store_true", default=None, help="Exit 0 even when there are findings")
@@ -120,7 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="Per-call transfer budget of every method, in bytes: a method whose copies move "
                             "more is a finding (XF009)")
     check.add_argument("--fix", action="store_true",
-                       help="Apply the safe fixes and report what remains (.pte inputs are rewritten in place; "
+                       help="Apply the safe fixes and report what remains (.pte and .pt2 inputs are rewritten in place; "
                             "entry points, which are code, are fixed in memory: `xferlint fix` writes them)")
     check.add_argument("--unsafe-fixes", action="store_true", default=None,
                        help="With --fix/--diff, also apply the fixes marked unsafe")
@@ -135,6 +158,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--write-baseline", metavar="FILE", help="Record the current findings in FILE and exit 0")
     check.add_argument("--prune-baseline", action="store_true",
                        help="With --baseline: drop the entries nothing matches any more from the file")
+    check.add_argument("--add-noqa", action="store_true",
+                       help="Write `# xferlint: noqa: CODE` on the line of every reported finding inside the project "
+                            "root (keeping the line's comment and other tools' codes) and exit")
     check.add_argument("--exclude", action="append", metavar="PATTERNS",
                        help="Comma-separated glob patterns that directory discovery skips, replacing the defaults "
                             "(hidden and test folders, conftest.py, test_*.py, virtual envs, build output)")
@@ -151,12 +177,14 @@ def build_parser() -> argparse.ArgumentParser:
     rule.add_argument("--all", action="store_true", help="Explain every rule")
     rule.add_argument("--format", choices=("text", "json"), default="text")
 
-    fix = sub.add_parser("fix", help="Write a fixed program: the copies XF001/XF003/XF004 flag removed")
-    fix.add_argument("input", metavar="INPUT", help="file.py[:attr], package.module:attr or a .pte file: one program")
+    fix = sub.add_parser("fix", help="Write a fixed program: the copies XF001/XF003/XF004 flag removed (and XF002 made direct in a .pt2)")
+    fix.add_argument("input", metavar="INPUT",
+                     help="file.py[:attr], package.module:attr, a .pte or a .pt2 file: one program")
     fix.add_argument("-o", "--output", metavar="OUTPUT.pte", required=True,
                      help="Where to write the fixed program (atomically)")
     fix.add_argument("--unsafe-fixes", action="store_true", default=None, help="Also apply the fixes marked unsafe")
     fix.add_argument("--diff", action="store_true", help="Also print the copies removed, as a diff")
+    _add_verbosity(fix)
     _add_selection(fix)
     _add_workers(fix, jobs=False)
     _add_common(fix)
@@ -224,10 +252,20 @@ def _is_program_input(path: str) -> bool:
     return path.endswith(".py") and os.path.isfile(path) and defines_program(path)
 
 
+def _report_options(args: argparse.Namespace, settings, rules, run, suppressed=(), absent=None):
+    from xferlint.reporters import ReportOptions
+
+    return ReportOptions(statistics=settings.statistics, project_root=settings.project_root,
+                         rules=tuple(type(rule) for rule in rules), timelines=tuple(run.timelines or ()),
+                         suppressed=tuple(suppressed), baseline_absent=absent,
+                         full=settings.output_format == "full", quiet=args.quiet, silent=args.silent,
+                         color=_color(args, settings))
+
+
 def _refuse_combinations(args: argparse.Namespace, settings) -> None:
     if args.diff and args.fix:
         raise UsageError("--diff shows the fixes and writes nothing, --fix writes them: pass one of them")
-    if args.diff and settings.output_format != "text":
+    if args.diff and settings.output_format not in TEXT_FORMATS:
         raise UsageError(f"--diff prints a unified diff, not {settings.output_format}: drop --output-format "
                          f"{settings.output_format} (the JSON findings' `removes` lists the copies a fix deletes)")
 
@@ -236,7 +274,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     from xferlint.fixes.driver import settle_fixability
     from xferlint.frontends.discovery import from_settings
     from xferlint.pipeline import configure
-    from xferlint.reporters import TIMELINE_FORMATS, ReportOptions, emit
+    from xferlint.per_file_ignores import apply as apply_per_file_ignores
+    from xferlint.reporters import TIMELINE_FORMATS, emit
     from xferlint.selection import select_rules
     from xferlint.workers import FixOptions, check_paths
 
@@ -252,26 +291,38 @@ def cmd_check(args: argparse.Namespace) -> int:
         source_map = read_etrecord(args.etrecord)
     discovery = from_settings(settings.exclude, settings.extend_exclude)
     draws = settings.output_format in TIMELINE_FORMATS
+    from xferlint import noqa_commands
+    from xferlint.fsutil import project_root
+
+    root = project_root(settings.project_root)
     run = check_paths(paths, rules, strict=settings.strict, source_map=source_map, discovery=discovery,
                       timelines=draws, jobs=settings.jobs, timeout=settings.timeout,
-                      quiet=bool(getattr(args, "quiet", False)),
-                      fix=FixOptions(unsafe_fixes=settings.unsafe_fixes) if args.diff else None)
+                      quiet=bool(getattr(args, "quiet", False) or getattr(args, "silent", False)),
+                      fix=FixOptions(unsafe_fixes=settings.unsafe_fixes) if args.diff else None,
+                      project_root=root)
+    noqa_commands.print_notes(run)
+    apply_per_file_ignores(run, settings.per_file_ignores, settings.extend_per_file_ignores)
     tried = settle_fixability(run, rules, unsafe_fixes=settings.unsafe_fixes, strict=settings.strict)
     if args.diff:
         return _check_diff(run, rules, settings, tried, settings.output)
     if args.fix:
         _check_fix(run, rules, settings, tried)
+        noqa_commands.fix_comments(run)
     if args.prune_baseline and not args.baseline:
         raise UsageError("--prune-baseline needs --baseline FILE")
+    accepted, absent = [], None
     if args.write_baseline or args.baseline:
-        written = _baseline(run, args)
+        written, matched = _baseline(run, args)
         if written:
             return EXIT_CLEAN if not run.errors else EXIT_ERROR
-    report = run.report()
+        accepted, absent = noqa_commands.accepted_by_baseline(matched.baselined, args.baseline), tuple(matched.stale)
+    if args.add_noqa:
+        failed = noqa_commands.add_noqa(run, root)
+        return EXIT_ERROR if failed or run.errors else EXIT_CLEAN
+    report = run.report(suppressed=len(accepted))
     for error in report.errors:
         print(f"error: {error.message}", file=sys.stderr)
-    options = ReportOptions(statistics=settings.statistics, project_root=settings.project_root,
-                            rules=tuple(type(rule) for rule in rules), timelines=tuple(run.timelines or ()))
+    options = _report_options(args, settings, rules, run, tuple(run.record.suppressed) + tuple(accepted), absent)
     _write(emit(report, settings.output_format, options), settings.output)
     if report.errors:
         return EXIT_ERROR
@@ -280,8 +331,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     return EXIT_CLEAN
 
 
-def _baseline(run, args) -> bool:
-    """Apply `--baseline` to the run (True: `--write-baseline` wrote a file instead)."""
+def _baseline(run, args):
+    """Apply `--baseline` to the run: (True, None) when `--write-baseline` wrote a file
+    instead, else (False, what matching gave)."""
     from xferlint import baseline
 
     path = args.write_baseline or args.baseline
@@ -291,7 +343,7 @@ def _baseline(run, args) -> bool:
         _write_file(path, baseline.render(entries))
         total = sum(e.count for e in entries)
         print(f"Recorded {total} finding{'s' if total != 1 else ''} in {path}.", file=sys.stderr)
-        return True
+        return True, None
     matched = baseline.apply(run.findings, baseline.read(path), root)
     new_ids = {id(f) for f in matched.new}
     for loaded in run.loaded:
@@ -308,7 +360,7 @@ def _baseline(run, args) -> bool:
     elif matched.stale:
         print(f"note: {len(matched.stale)} entr{'ies' if len(matched.stale) != 1 else 'y'} of {path} no longer match "
               "(fixed or changed); --prune-baseline drops them", file=sys.stderr)
-    return False
+    return False, matched
 
 
 def _write_file(path: str, text: str) -> None:
@@ -349,7 +401,7 @@ def _check_fix(run, rules, settings, tried) -> None:
     from xferlint.pipeline import error_entry
 
     fixed, notes = fix_run(run, rules, unsafe_fixes=settings.unsafe_fixes, strict=settings.strict, tried=tried,
-                           kinds={"pte"})
+                           kinds={"pte", "pt2"})
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     for loaded, result in fixed:
@@ -363,8 +415,8 @@ def _check_fix(run, rules, settings, tried) -> None:
             print(line, file=sys.stderr)
         adopt(run, loaded, result)
     for loaded in run.loaded:
-        if loaded.view.kind != "pte" and any(f.fixable for f in run.findings_of(loaded.view)):
-            print(f"{loaded.view.input}: not fixed: an entry point is code, --fix rewrites only .pte files; "
+        if loaded.view.kind not in ("pte", "pt2") and any(f.fixable for f in run.findings_of(loaded.view)):
+            print(f"{loaded.view.input}: not fixed: an entry point is code, --fix rewrites only .pte and .pt2 files; "
                   f"write the fixed program with `xferlint fix {loaded.view.input} -o OUT.pte`", file=sys.stderr)
 
 
@@ -377,20 +429,24 @@ def cmd_fix(args: argparse.Namespace) -> int:
     rules = select_rules(settings.select, settings.ignore, settings.extend_select)
     output = args.output
     directory = os.path.dirname(os.path.abspath(output))
-    if not output.endswith(".pte") or os.path.isdir(output):
-        raise UsageError(f"{output}: the output must be a .pte file")
+    suffix = ".pt2" if args.input.endswith(".pt2") else ".pte"  # a .pt2 is fixed into a .pt2
+    if not output.endswith(suffix) or os.path.isdir(output):
+        raise UsageError(f"{output}: the output must be a {suffix} file")
     if not os.path.isdir(directory):
         raise UsageError(f"{output}: directory {directory} does not exist")
     if os.path.isfile(output) and not os.stat(output).st_mode & 0o222:
         raise UsageError(f"{output}: the file is read-only; not replacing it")
     result = fix_input(args.input, rules, unsafe_fixes=settings.unsafe_fixes, strict=settings.strict,
                        timeout=settings.timeout)
+    from xferlint.noqa_commands import fix_comments_of
+
+    fix_comments_of(args.input, rules, settings.project_root, settings.strict)  # XF100: the model's comments
     if args.diff:
         sys.stdout.write(result.diff())
-    for line in result.summary_lines() + result.notes:
+    for line in [] if args.quiet else result.summary_lines() + result.notes:
         print(line)
     if not result.changed and isinstance(result.program, (bytes, bytearray)):
-        # a .pte nothing was fixed in: the output would be a copy of the input
+        # a file nothing was fixed in: the output would be a copy of the input
         print(f"{output} not written: nothing was fixed in {args.input}")
         return EXIT_FINDINGS if result.skipped else EXIT_CLEAN
     data, extra = result.buffer, result.data_files
@@ -453,6 +509,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_ERROR
     handler = {"check": cmd_check, "fix": cmd_fix, "rule": cmd_rule, "schema": cmd_schema}[args.command]
+    if getattr(args, "silent", False):
+        return _silently(handler, args)
+    return _run(handler, args)
+
+
+def _silently(handler, args: argparse.Namespace) -> int:
+    """-s: stdout and stderr go nowhere (a file named with -o is still written)."""
+    import contextlib
+
+    with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+        return _run(handler, args)
+
+
+def _run(handler, args: argparse.Namespace) -> int:
     try:
         return handler(args)
     except XferlintError as exc:

@@ -30,8 +30,9 @@ class Settings:
     select: Optional[list[str]] = described("Rules to enable (codes, prefixes, names, ALL)", default=None)
     extend_select: list[str] = described("Rules to enable on top of `select`", default_factory=list)
     ignore: list[str] = described("Rules to disable", default_factory=list)
-    output_format: Literal["text", "json", "json-lines", "sarif", "github", "gitlab", "junit", "html",
-                           "model-explorer"] = described("Output format", default="text")
+    output_format: Literal["concise", "full", "text", "json", "json-lines", "sarif", "github", "gitlab", "junit",
+                           "html", "model-explorer"] = described(
+        "Output format (`text` is the old name of `concise`)", default="concise")
     output: Optional[str] = described("Write the report to this file instead of stdout", default=None)
     exit_zero: bool = described("Exit 0 even when there are findings", default=False)
     statistics: bool = described("Show counts per rule instead of each finding", default=False)
@@ -45,6 +46,11 @@ class Settings:
     jobs: Optional[int] = described("Entry points run at once, each in its own worker process (default: the "
                                     "cores available)", default=None)
     timeout: Optional[float] = described("Seconds each entry point may take (default: no limit)", default=None)
+    per_file_ignores: dict[str, list[str]] = described(
+        "Glob pattern (relative to the config file's directory) -> rules ignored in the files it matches; "
+        "made absolute when the file is read", default_factory=dict)
+    extend_per_file_ignores: dict[str, list[str]] = described(
+        "Patterns -> rules, on top of `per-file-ignores`", default_factory=dict)
 
 
 _MAX_CONFIG_BYTES = 16 << 20  # a pyproject.toml is small; a larger "file" is a device or a mistake
@@ -132,6 +138,7 @@ def _parse(path: str, table: dict) -> Settings:
         except UsageError as exc:
             reason = str(exc).removeprefix(": ")
             raise ConfigError(f"{path}: [tool.xferlint] {spelled.get(key, key)}: {reason}") from None
+    settings = _anchor_per_file_ignores(path, settings, spelled)
     if settings.max_transfer_bytes is not None and settings.max_transfer_bytes < 0:
         raise ConfigError(f"{path}: [tool.xferlint] max-transfer-bytes: a budget cannot be negative "
                           f"({settings.max_transfer_bytes})")
@@ -140,3 +147,29 @@ def _parse(path: str, table: dict) -> Settings:
     if settings.timeout is not None and not settings.timeout > 0:
         raise ConfigError(f"{path}: [tool.xferlint] timeout: a number of seconds above 0 (got {settings.timeout})")
     return settings
+
+
+def _anchor_per_file_ignores(path: str, settings: Settings, spelled: dict) -> Settings:
+    """Check `per-file-ignores` (patterns -> rule selectors, none empty) and make its patterns
+    absolute: they are relative to the directory of the file that declares them."""
+    import dataclasses
+
+    root = os.path.dirname(os.path.abspath(path))
+    changes = {}
+    for key in ("per_file_ignores", "extend_per_file_ignores"):
+        table = getattr(settings, key)
+        name = spelled.get(key, _kebab(key))
+        for pattern, codes in table.items():
+            if not pattern.strip():
+                raise ConfigError(f"{path}: [tool.xferlint] {name}: an empty pattern")
+            if not codes:
+                raise ConfigError(f"{path}: [tool.xferlint] {name}: '{pattern}': an empty list of rules; "
+                                  "name rules by code (XF006), prefix, name or ALL, or remove the pattern")
+            try:
+                check_selectors(codes, "")
+            except UsageError as exc:
+                reason = str(exc).removeprefix(": ")
+                raise ConfigError(f"{path}: [tool.xferlint] {name}: '{pattern}': {reason}") from None
+        changes[key] = {os.path.join(root, p if "/" in p else os.path.join("**", p)): list(c)
+                        for p, c in table.items()}
+    return dataclasses.replace(settings, **changes)

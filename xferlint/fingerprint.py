@@ -7,8 +7,9 @@ line. So it hashes what the finding *is*, never where it sits:
 
 - the rule code, the program name and the method;
 - the file the finding is shown in (its repo-relative URI);
-- the text of the located source line with all whitespace removed (re-indenting or moving
-  the line keeps it; editing it does not), or the node's name when there is no line;
+- the text of the located source line without its comment and with all whitespace
+  removed (re-indenting or moving the line, or adding a `# xferlint: noqa` to it, keeps
+  it; editing the code does not), or the node's name when there is no line;
 - the transfer path, step by step: role, operator, device and that step's own line text
   (or node name), so two transfers that start on one line but end in different places
   differ.
@@ -23,7 +24,9 @@ as GitHub's own `primaryLocationLineHash` does.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
+import tokenize
 from collections import Counter
 from typing import Iterable, Optional
 
@@ -32,9 +35,22 @@ from xferlint.findings import Finding, Location
 SCHEME = "xferlint/v1"
 
 
+def _without_comment(code: str) -> str:
+    """A source line without its trailing comment (a `#` inside a string stays)."""
+    if "#" not in code:
+        return code
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(code.strip()).readline):
+            if tok.type == tokenize.COMMENT:
+                return code.strip()[:tok.start[1]]
+    except (tokenize.TokenError, SyntaxError):  # a line of a longer statement: an open bracket
+        pass
+    return code
+
+
 def _text(location: Optional[Location], node: str) -> str:
     if location is not None and location.code:
-        return "".join(location.code.split())
+        return "".join(_without_comment(location.code).split())
     return f"node:{node}"
 
 

@@ -11,7 +11,6 @@ import errno
 import os
 import re
 import stat
-import tempfile
 from typing import Callable, Optional
 
 _TEMP = re.compile(r"^\.xferlint-(\d+)-[^/]*\.tmp$")
@@ -85,6 +84,8 @@ def write_atomic(path: str, data: bytes) -> None:
             raise PermissionError(errno.EACCES, "the file is read-only")
     directory = os.path.dirname(path) or "."
     remove_stale_temporaries(directory)
+    import tempfile  # only writing a file needs it
+
     fd, tmp = tempfile.mkstemp(prefix=f".xferlint-{os.getpid()}-", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -113,3 +114,11 @@ def find_upward(start: str, found: Callable[[str], bool]) -> Optional[str]:
             return None
         directory = parent
     return directory
+
+
+def project_root(explicit: Optional[str] = None) -> str:
+    """`--project-root`, else the git work tree around the current directory, else cwd."""
+    if explicit:
+        return os.path.abspath(explicit)
+    here = os.getcwd()
+    return find_upward(here, lambda d: os.path.exists(os.path.join(d, ".git"))) or here

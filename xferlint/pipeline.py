@@ -12,11 +12,10 @@ from __future__ import annotations
 import contextlib
 import gc
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Optional, Sequence
 
 from xferlint.analyzer.facts import DeviceFacts
 from xferlint.analyzer.summary import MethodTransfers, method_transfers
-from xferlint.analyzer.timeline import MethodTimeline, method_timeline
 from xferlint.analyzer.view import ProgramView
 from xferlint.errors import InputError, UnmodelledOpError, XferlintError
 from xferlint.findings import Finding, InputErrorEntry
@@ -24,8 +23,12 @@ from xferlint.frontends import LoadedProgram
 from xferlint.frontends.discovery import Discovery
 from xferlint.frontends.entrypoints import EntryPoint, ProgramObject, expand, load_entry_point
 from xferlint.report import Report, build_report
-from xferlint.rules.base import Rule, RuleContext
-from xferlint.suppression import split as split_suppressed
+from xferlint.rules._lint import lint_method
+from xferlint.rules.base import Rule
+from xferlint.suppression import Record
+
+if TYPE_CHECKING:  # only the html and model-explorer formats draw timelines
+    from xferlint.analyzer.timeline import MethodTimeline
 
 
 @contextlib.contextmanager
@@ -47,29 +50,54 @@ def collector_paused() -> Iterator[None]:
 
 
 def analyze(view: ProgramView, rules: Sequence[Rule], transfers: Optional[list[MethodTransfers]] = None,
-            timelines: Optional[list[MethodTimeline]] = None) -> list[Finding]:
+            timelines: Optional[list[MethodTimeline]] = None, record: Optional[Record] = None,
+            lints: Optional[list[tuple]] = None) -> list[Finding]:
     """Run the analysis and every rule over every method of a program; with `transfers`,
     also append each method's transfer summary to it, with `timelines` its device timeline
-    (for the HTML and Model Explorer reporters)."""
+    (for the HTML and Model Explorer reporters). Findings a noqa comment suppresses are
+    left out; `record` (one per run) keeps them and the program's source files, for SARIF
+    and XF100 (`comment_findings`). With `lints`, also each method's lint (program,
+    method, rules, context, findings) when it has a fixable finding, for the fix trial
+    that decides which are (`rules._lint.remember`)."""
     with collector_paused():
-        return _analyze(view, rules, transfers, timelines)
+        return _analyze(view, rules, transfers, timelines, record, lints)
 
 
 def _analyze(view: ProgramView, rules: Sequence[Rule], transfers: Optional[list[MethodTransfers]],
-             timelines: Optional[list[MethodTimeline]] = None) -> list[Finding]:
+             timelines: Optional[list[MethodTimeline]] = None, record: Optional[Record] = None,
+             lints: Optional[list[tuple]] = None) -> list[Finding]:
     findings: list[Finding] = []
+    if record is None:
+        record = Record()
+    elif record.tracks_sources:
+        record.add_program(view)
     for method in view.methods:
-        ctx = RuleContext(program=view, method=method, facts=DeviceFacts.compute(method))
-        mine: list[Finding] = []
-        for rule in rules:
-            mine.extend(rule.check(ctx))
-        mine, _ = split_suppressed(mine)  # `# xferlint: noqa: XF006` on the finding's line
+        ctx, mine = lint_method(view, method, rules)
+        if lints is not None and any(f.fixable for f in mine):
+            lints.append((view, method, rules, ctx, list(mine)))
+        mine = record.split(mine)  # `# xferlint: noqa: XF006` on the finding's line
         findings.extend(mine)
         if transfers is not None:
             transfers.append(method_transfers(view.input, view.name, method, ctx.facts, mine))
         if timelines is not None:
+            from xferlint.analyzer.timeline import method_timeline
+
             timelines.append(method_timeline(view.input, view.name, view.kind, method, ctx.facts))
     return findings
+
+
+def new_record(rules: Sequence[Rule], project_root: Optional[str] = None) -> Record:
+    """The suppression record of a run with `rules`; comments outside `project_root` (when
+    given) are not honoured."""
+    enabled = frozenset(rule.code for rule in rules)
+    tracks = any(type(rule).check_suppressions is not Rule.check_suppressions for rule in rules)
+    return Record(root=project_root, enabled=enabled, tracks_sources=tracks)
+
+
+def comment_findings(record: Record, rules: Sequence[Rule]) -> list[Finding]:
+    """The findings about the suppression comments of a whole run (XF100), once every
+    program was analysed."""
+    return [f for rule in rules for f in rule.check_suppressions(record)]
 
 
 def configure(rules: Sequence[Rule], **options: Any) -> Sequence[Rule]:
@@ -127,6 +155,12 @@ class CheckRun:
     transfers: list[MethodTransfers] = field(default_factory=list)
     # Per-method device timelines, collected only when a reporter needs them (`timelines=True`).
     timelines: Optional[list[MethodTimeline]] = None
+    # What noqa comments suppressed (kept for SARIF), and the findings about the comments
+    # themselves (XF100), which no program fix touches: `report()` adds them.
+    record: Record = field(default_factory=Record)
+    comment_findings: list[Finding] = field(default_factory=list)
+    # The lints of the methods with fixable findings (see `analyze`), for the fix trial.
+    lints: list[tuple] = field(default_factory=list, repr=False)
 
     def findings_of(self, view: ProgramView) -> list[Finding]:
         return [f for f in self.findings if f.input == view.input and f.program == view.name]
@@ -141,8 +175,32 @@ class CheckRun:
             method_transfers(view.input, view.name, m, DeviceFacts.compute(m), findings) for m in shown.methods
         ]
 
-    def report(self) -> Report:
-        return build_report(self.findings, self.errors, self.inputs, len(self.loaded), transfers=self.transfers)
+    def replace_many(self, replacements: Sequence[tuple[ProgramView, list[Finding]]]) -> None:
+        """`replace_findings(view, findings)` for each pair in turn, in one pass over the
+        run (a check over thousands of files replaces the findings of many of them)."""
+        keys = [(view.input, view.name) for view, _ in replacements]
+        if len(set(keys)) != len(keys):  # the same program twice: the calls depend on each other
+            for view, findings in replacements:
+                self.replace_findings(view, findings)
+            return
+        replaced = set(keys)
+        self.findings = [f for f in self.findings if (f.input, f.program) not in replaced] + [
+            f for _, findings in replacements for f in findings]
+        known = {id(lint[1]): lint for lint in self.lints}  # facts the check computed already
+
+        def facts(m):
+            lint = known.get(id(m))
+            return lint[3].facts if lint is not None and lint[1] is m else DeviceFacts.compute(m)
+
+        self.transfers = [t for t in self.transfers if (t.input, t.program) not in replaced] + [
+            method_transfers(view.input, view.name, m, facts(m), findings)
+            for view, findings in replacements for m in view.methods]
+
+    def report(self, suppressed: int = 0) -> Report:
+        """The report of the run; `suppressed`: findings a baseline accepted, on top of
+        those comments suppressed (the summary counts both)."""
+        return build_report(self.findings + self.comment_findings, self.errors, self.inputs, len(self.loaded),
+                            transfers=self.transfers, suppressed=len(self.record.suppressed) + suppressed)
 
 
 def error_entry(label: str, exc: BaseException) -> InputErrorEntry:
@@ -162,22 +220,36 @@ def error_entry(label: str, exc: BaseException) -> InputErrorEntry:
 
 def check_paths(paths: Iterable[str], rules: Sequence[Rule], strict: bool = False,
                 source_map: Optional[dict] = None, discovery: Optional[Discovery] = None,
-                timelines: bool = False) -> CheckRun:
+                timelines: bool = False, project_root: Optional[str] = None) -> CheckRun:
     """Lint every input; one that fails becomes an error entry and the rest go on.
     `source_map` (from `--etrecord`) locates the instructions of `.pte` inputs;
     `discovery` says what directories are searched for; with `timelines`, the run also
-    keeps every method's device timeline (`run.timelines`)."""
-    run = CheckRun(timelines=[] if timelines else None)
-    for spec in paths:
-        try:
-            entries = expand(spec, discovery)
-        except InputError as exc:
-            run.inputs += 1
-            run.errors.append(error_entry(spec, exc))
-            continue
-        for entry in entries:
-            run.inputs += 1
-            check_entry(run, entry, rules, strict, source_map)
+    keeps every method's device timeline (`run.timelines`); noqa comments in files outside
+    `project_root` (when given) are not honoured."""
+    run = CheckRun(timelines=[] if timelines else None, record=new_record(rules, project_root))
+    collecting = gc.isenabled()
+    try:
+        for spec in paths:
+            try:
+                entries = expand(spec, discovery)
+            except InputError as exc:
+                run.inputs += 1
+                run.errors.append(error_entry(spec, exc))
+                continue
+            for entry in entries:
+                run.inputs += 1
+                # Program files (.pte, .pt2) run no user code and make no reference cycles:
+                # the collector stays paused from one to the next (re-enabled after each, it
+                # would sweep the growing run again and again); user code runs with it on.
+                if entry.is_program_file:
+                    gc.disable()
+                elif collecting:
+                    gc.enable()
+                check_entry(run, entry, rules, strict, source_map)
+    finally:
+        if collecting:
+            gc.enable()
+    run.comment_findings = comment_findings(run.record, rules)
     return run
 
 
@@ -195,7 +267,7 @@ def check_entry(run: CheckRun, entry: EntryPoint, rules: Sequence[Rule], strict:
         transfers: list[MethodTransfers] = []
         timelines: Optional[list[MethodTimeline]] = [] if run.timelines is not None else None
         try:
-            findings = analyze(loaded.view, rules, transfers, timelines)
+            findings = analyze(loaded.view, rules, transfers, timelines, run.record, run.lints)
         except Exception as exc:  # noqa: BLE001
             run.errors.append(error_entry(loaded.view.input, exc))
             continue

@@ -21,6 +21,8 @@ class Summary:
     findings: int
     fixable: int
     errors: int
+    suppressed: int = described(
+        "Findings not reported because a noqa comment or the baseline accepts them", default=0)
     by_code: dict[str, int] = described("Findings per rule code")
     bytes_flagged: int = described(
         "Bytes per call of the distinct copies the findings name (transfers.flagged_bytes)")
@@ -55,7 +57,7 @@ def _sort_key(finding: Finding):
 
 
 def build_report(findings: list[Finding], errors: list[InputErrorEntry], inputs: int, programs: int,
-                 transfers: Optional[list[MethodTransfers]] = None) -> Report:
+                 transfers: Optional[list[MethodTransfers]] = None, suppressed: int = 0) -> Report:
     ordered = sorted(findings, key=_sort_key)
     traffic = summarize(transfers or ())
     summary = Summary(
@@ -64,6 +66,7 @@ def build_report(findings: list[Finding], errors: list[InputErrorEntry], inputs:
         findings=len(ordered),
         fixable=sum(1 for f in ordered if f.fixable),
         errors=len(errors),
+        suppressed=suppressed,
         by_code=dict(sorted(Counter(f.code for f in ordered).items())),
         bytes_flagged=traffic.flagged_bytes,
         transfers=traffic,

@@ -29,10 +29,21 @@ def described(description: str, **kwargs: Any) -> Any:
     return dataclasses.field(metadata={"description": description}, **kwargs)
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+_FIELD_NAMES: dict[type, Optional[tuple[str, ...]]] = {}  # per class: its dataclass fields, or None
+
+
 def to_jsonable(obj: Any) -> Any:
     """The JSON-ready form of a dataclass tree (dicts, lists, str, int, float, bool, None)."""
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: to_jsonable(getattr(obj, f.name)) for f in _fields(type(obj))}
+    cls = type(obj)
+    if cls in _SCALARS:
+        return obj
+    names = _FIELD_NAMES.get(cls, ())
+    if names == ():
+        names = tuple(f.name for f in _fields(cls)) if dataclasses.is_dataclass(cls) else None
+        _FIELD_NAMES[cls] = names
+    if names is not None:
+        return {name: to_jsonable(getattr(obj, name)) for name in names}
     if isinstance(obj, enum.Enum):
         return obj.value
     if isinstance(obj, (list, tuple)):

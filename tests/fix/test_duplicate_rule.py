@@ -97,7 +97,7 @@ def test_a_reader_that_writes_in_place_blocks_the_fix():
     planning = plan_method(program, method, [DuplicateTransfer()])
     (finding,) = planning.findings
     assert not finding.fixable and finding.fix_applicability is None
-    assert "writes the first copy in place" in finding.message
+    assert "writes the first copy in place" in finding.detail
     assert planning.plans == []
 
 
@@ -125,4 +125,4 @@ def test_a_source_written_between_the_copies_blocks_the_fix_but_not_after():
         assert [p.removes for p in planning.plans] == ([("b",)] if fixable else [])
     assert "writes the source in place between the copies" in plan_method(
         ProgramView(input="h", name="p", kind="graph", methods=(between,)), between,
-        [DuplicateTransfer()]).findings[0].message
+        [DuplicateTransfer()]).findings[0].detail

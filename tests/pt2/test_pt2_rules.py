@@ -22,10 +22,14 @@ EXPECTED = {
     "buffer_move": ["XF006"], "item": ["XF012"], "nonzero": ["XF012"], "mask": ["XF012"],
     "round_trip_ok": [], "staging_ok": [], "duplicate_ok": [], "host_split_ok": [], "buffer_move_ok": [],
     "item_ok": [], "nonzero_ok": [],
+    "round_trip_cast": ["XF001"], "map_round_trip": ["XF001"], "scan_round_trip": ["XF001"],
+    "while_round_trip": ["XF001"], "loops_ok": [],
 }
 # run_decompositions() eliminates dead code: the dead `.cpu()` is gone after it.
 DECOMPOSED = {**EXPECTED, "dead_copy": []}
-BYTES = {"cond_round_trip": 256, "dead_copy": 128, "duplicate_peer": 128, "round_trip": 256, "staging": 256, "duplicate": 128, "host_split": 256, "buffer_move": 32}
+BYTES = {"cond_round_trip": 256, "dead_copy": 128, "duplicate_peer": 128, "round_trip": 256, "staging": 256, "duplicate": 128, "host_split": 256, "buffer_move": 32,
+         # f32 down, f16 back; map: one (8,) slice per iteration, both ways; loops: (4, 8) both ways
+         "round_trip_cast": 192, "map_round_trip": 64, "scan_round_trip": 256, "while_round_trip": 256}
 
 
 def _summary(findings):

@@ -112,3 +112,28 @@ def test_bad_etrecord_is_one_line_and_exit_2(chain_with_etrecord, tmp_path):
         assert done.returncode == 2
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1 and expected in lines[0] and "Traceback" not in done.stderr
+
+
+def test_noqa_comments_at_the_mapped_line_suppress_pte_findings(chain_with_etrecord, tmp_path):
+    """A `.pte` mapped with --etrecord honours the comments of the lines it maps to."""
+    from dataclasses import replace
+
+    from xferlint.frontends.pte.debug import read_etrecord
+    from xferlint.pipeline import check_paths
+
+    _, pte, record = chain_with_etrecord
+    line = _line("LINE-ADD")
+    copy_ = tmp_path / "pte_source_model.py"
+    lines = open(SOURCE, encoding="utf-8").read().splitlines(keepends=True)
+    lines[line - 1] = lines[line - 1].rstrip("\n") + "  # xferlint: noqa: XF001\n"
+    copy_.write_text("".join(lines), encoding="utf-8")
+    source_map = {method: {i: replace(loc, file=str(copy_)) for i, loc in where.items()}
+                  for method, where in read_etrecord(record).items()}
+    plain = check_paths([pte], select_rules(), source_map=source_map, project_root=str(tmp_path / "elsewhere"))
+    run = check_paths([pte], select_rules(), source_map=source_map, project_root=str(tmp_path))
+    at_line = [f for f in plain.findings if f.code == "XF001" and f.location and f.location.line == line]
+    assert at_line, "the comment's line has an XF001 to suppress"
+    assert plain.record.unhonoured  # outside the project root: kept, and said so
+    assert not [f for f in run.findings if f.code == "XF001" and f.location.line == line]
+    assert {(s.finding.code, s.finding.location.line) for s in run.record.suppressed} == {("XF001", line)}
+    assert not run.comment_findings  # the comment was used: no XF100

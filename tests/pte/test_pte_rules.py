@@ -37,8 +37,8 @@ def test_legacy_mode_delegate_outputs_planned_on_the_host(pte_bytes, pte_program
     for f in findings:
         assert f.severity.value == "error"
         assert "delegate" in f.nodes[0] and f.devices[0] == "cuda:0"
-        assert "planned in buffer" in f.message and "on cpu" in f.message
-        assert "enable_non_cpu_memory_planning=True" in f.message
+        assert "planned in buffer" in f.detail and "on cpu" in f.detail
+        assert "enable_non_cpu_memory_planning=True" in f.detail
     # the ExecutorchProgramManager carries the same plan: the same findings from its entry point
     assert len(_graph(pte_program, "addsin-legacy", ["XF008"])) == 2
 
@@ -48,7 +48,7 @@ def test_legacy_mode_is_not_blamed_on_skip_flags(pte_bytes, pte_program):
     assert _pte(pte_bytes, "addsin-legacy", ["XF010"]) == []
     assert _graph(pte_program, "addsin-legacy", ["XF010"]) == []
     for f in _pte(pte_bytes, "addsin-legacy", ["XF008"]):
-        assert "no `non_const_buffer_device`" in f.message
+        assert "no `non_const_buffer_device`" in f.detail
 
 
 def test_device_memory_planning_is_clean(pte_bytes):
@@ -61,8 +61,8 @@ def test_device_inputs_and_outputs_that_are_also_planned(pte_bytes, pte_program)
     roles = sorted(f.steps[0].role for f in findings)
     assert roles == ["input", "input", "output"]
     for f in findings:
-        assert "alloc_graph_input=False" in f.message or "alloc_graph_output=False" in f.message
-        assert "memcpy" in f.message
+        assert "alloc_graph_input=False" in f.detail or "alloc_graph_output=False" in f.detail
+        assert "memcpy" in f.detail
     assert _pte(pte_bytes, "skip-io-unplanned", ["XF010"]) == []
     graph = _graph(pte_program, "skip-io-planned", ["XF010"])
     assert sorted(f.steps[0].role for f in graph) == roles  # an entry point gives the .pte's findings
@@ -81,5 +81,5 @@ def test_delegate_in_a_loop_body_fed_host_tensors(pte_bytes):
     (finding,) = _pte(pte_bytes, "map-nested", ["XF007"])
     consumer = finding.nodes[-1]
     assert consumer.startswith("instr ") and "delegate" in consumer
-    assert "control-flow body `loop" in finding.message
-    assert "from cpu" in finding.message
+    assert "control-flow body `loop" in finding.detail
+    assert "from cpu" in finding.detail

@@ -26,7 +26,7 @@ def test_a_parameter_outside_its_delegate_is_copied_every_call(program):
     [finding] = _xf006(program("param-edge"))
     assert "parameter `weight`" in finding.message
     assert finding.bytes == 8 * 8 * 4 and "256 B" in finding.message
-    assert "tag_constant_data" in finding.message
+    assert "tag_constant_data" in finding.detail
     assert [s.role for s in finding.steps] == ["constant", "h2d", "consumer"]
     assert finding.steps[1].device == "cuda:0"
 
@@ -67,7 +67,7 @@ def test_a_value_mixed_with_the_input_is_not_constant(program):
 
 def test_a_factory_in_forward_builds_the_same_tensor_every_call(program):
     [finding] = _xf006(program("ones"))
-    assert "builds the same tensor on host on every call" in finding.message
+    assert "builds the same tensor on host on every call" in finding.detail
     assert finding.steps[0].target.startswith("aten.full")
 
 

@@ -33,9 +33,9 @@ def _xf007(program):
 def test_a_delegate_inside_a_cond_branch_gets_no_copies(program):
     [finding] = _xf007(program("cond-nested"))
     assert finding.severity == Severity.ERROR
-    assert "runs on cuda:0" in finding.message and "from cpu" in finding.message
-    assert "control-flow body `cond." in finding.message
-    assert "PropagateDevicePass walks only the top-level graph" in finding.message
+    assert "runs on cuda:0" in finding.detail and "from cpu" in finding.detail
+    assert "control-flow body `cond." in finding.detail
+    assert "PropagateDevicePass walks only the top-level graph" in finding.detail
     assert finding.steps[-1].role == "consumer" and finding.steps[-1].target == "executorch_call_delegate"
     assert finding.steps[-1].node.startswith("cond.")
 
@@ -60,9 +60,9 @@ def test_a_legacy_mode_program_is_one_finding_that_names_the_mode(program):
     result without a copy follows from it and is not reported again)."""
     report = lint_report(program("legacy"), select=XF007)
     [finding] = report.findings
-    assert "enable_non_cpu_memory_planning" in finding.message
-    assert "`x` and `y` from cpu" in finding.message
-    assert "tagged cuda:0 (TensorSpec.device) but planned in host memory" in finding.message
+    assert "enable_non_cpu_memory_planning" in finding.detail
+    assert "`x` and `y` from cpu" in finding.detail
+    assert "tagged cuda:0 (TensorSpec.device) but planned in host memory" in finding.detail
     assert report.summary.transfers.h2d_copies == 0 and report.summary.transfers.d2h_copies == 0
 
 
@@ -140,8 +140,8 @@ def test_an_op_reading_cuda_and_cpu_operands_is_a_mismatch():
         return (_call(g, torch.ops.aten.sin.default, (s,), _fake(4, 4, device="cuda:0")),)
 
     [finding] = _xf007(_fx_view(build))
-    assert finding.nodes[-1] == "add_tensor" and "`x` on cuda:0, `y` on cpu" in finding.message
-    assert "reads garbage or faults" in finding.message
+    assert finding.nodes[-1] == "add_tensor" and "`x` on cuda:0, `y` on cpu" in finding.detail
+    assert "reads garbage or faults" in finding.detail
 
 
 def test_a_host_scalar_operand_rides_along():
@@ -164,8 +164,8 @@ def test_a_value_declared_on_the_wrong_device_is_reported_where_it_starts():
 
     [finding] = _xf007(_fx_view(build))
     assert finding.nodes[-1] == "cos_default"
-    assert "declared on cpu (TensorSpec.device) but its data lives on cuda:0" in finding.message
-    assert "because it reads `x` on cuda:0" in finding.message
+    assert "declared on cpu (TensorSpec.device) but its data lives on cuda:0" in finding.detail
+    assert "because it reads `x` on cuda:0" in finding.detail
 
 
 def _method(nodes, values, outputs):
@@ -194,7 +194,7 @@ def test_branches_that_return_on_different_devices():
         Node(6, "cond:merge", OpKind.MOVE, "merge", inputs=("c",), outputs=("r",)),
     ]
     [finding] = _xf007(_method(nodes, values, ("r",)))
-    assert "(`h` on cuda:0, `c` on cpu)" in finding.message
+    assert "(`h` on cuda:0, `c` on cpu)" in finding.detail
     assert [s.role for s in finding.steps] == ["merge", "merge"]
 
 
@@ -206,4 +206,4 @@ def test_a_tagged_input_read_only_by_host_code():
     nodes = [Node(0, "x", OpKind.INPUT, "input", outputs=("x",)),
              Node(1, "cos", OpKind.COMPUTE, "aten.cos.default", inputs=("x",), outputs=("c",))]
     [finding] = _xf007(_method(nodes, values, ("c",)))
-    assert finding.message.startswith("method input `x` is tagged cuda:0")
+    assert finding.detail.startswith("method input `x` is tagged cuda:0")

@@ -25,9 +25,10 @@ def test_a_host_op_between_two_delegates_is_one_split(program):
     assert finding.steps[3].target.startswith("et_copy._h2d_copy") and finding.steps[3].device == "cuda:0"
     # 8x8 float32 leaves and comes back: 256 B each way
     assert finding.bytes == 512
-    assert "`aten.cumsum`" in finding.message
-    assert "256 B to host and 256 B back" in finding.message
-    assert "cuda:0" in finding.message and "move the op off the hot path" in finding.message
+    assert "`aten.cumsum`" in finding.detail
+    assert "256 B to host and 256 B back" in finding.detail
+    assert "cuda:0" in finding.message and "move the op off the hot path" in finding.detail
+    assert finding.message.endswith("host op aten.cumsum splits a cuda:0 partition: 512 B per call")
     assert finding.severity.value == "warning" and not finding.fixable
 
 
@@ -44,9 +45,9 @@ def test_the_finding_points_at_the_host_op_line(repo_root):
     [finding] = run.findings
     loc = finding.location
     assert loc is not None and loc.code.startswith("h = torch.cumsum(h, dim=0)")
-    assert f"line {loc.line}: `h = torch.cumsum(h, dim=0)" in finding.message
-    assert f"line {loc.line - 1}: `h = torch.mm(x, self.weight)" in finding.message  # the delegate before
-    assert f"line {loc.line + 1}: `return torch.sin(h)" in finding.message  # the delegate after
+    assert f"line {loc.line}: `h = torch.cumsum(h, dim=0)" in finding.detail
+    assert f"line {loc.line - 1}: `h = torch.mm(x, self.weight)" in finding.detail  # the delegate before
+    assert f"line {loc.line + 1}: `return torch.sin(h)" in finding.detail  # the delegate after
 
 
 def test_values_that_come_from_method_inputs_are_not_a_split(program):
@@ -73,7 +74,7 @@ def test_fan_in_is_one_segment_with_both_d2hs(program):
     d2hs = [s for s in finding.steps if s.role == "d2h"]
     assert len(d2hs) == 2
     assert [s.target.split(".")[1] for s in finding.steps if s.role == "host-op"] == ["mul"]
-    assert "2 D2H, 1 H2D" in finding.message
+    assert "2 D2H, 1 H2D" in finding.detail
     assert finding.bytes == 3 * 64
 
 
@@ -81,7 +82,7 @@ def test_fan_out_is_one_segment_with_both_h2ds(program):
     [finding] = _xf005(program("fan-out"))
     assert len([s for s in finding.steps if s.role == "h2d"]) == 2
     assert len([s for s in finding.steps if s.role == "consumer"]) == 2
-    assert "1 D2H, 2 H2D" in finding.message
+    assert "1 D2H, 2 H2D" in finding.detail
 
 
 def test_two_host_paths_from_one_d2h_are_two_findings(program):
@@ -96,7 +97,7 @@ def test_a_chain_of_host_ops_is_one_segment_naming_each_op(program):
     ops = [s.target.split(".")[1] for s in finding.steps if s.role == "host-op"]
     assert ops == ["cumsum", "cos", "relu"]
     for op in ops:
-        assert f"`aten.{op}`" in finding.message
+        assert f"`aten.{op}`" in finding.detail
 
 
 def test_only_the_d2h_from_the_returning_device_is_part_of_the_split(program):

@@ -148,8 +148,8 @@ def test_a_method_over_its_budget_is_a_finding(program):
     built = program("split")  # x and y, then the cumsum result: 3 H2D; 2 D2H; 256 B each
     [finding] = lint(built, select=["XF009"], max_transfer_bytes=1000)
     assert finding.bytes == 1280
-    assert "1.2 KiB" in finding.message and "1000 bytes" in finding.message
-    assert "3 H2D: 768 B" in finding.message and "2 D2H: 512 B" in finding.message
+    assert "1.2 KiB" in finding.detail and "1000 bytes" in finding.detail
+    assert "3 H2D: 768 B" in finding.detail and "2 D2H: 512 B" in finding.detail
     assert lint(built, select=["XF009"], max_transfer_bytes=1280) == []
 
 
@@ -193,7 +193,7 @@ def test_cli_budget(entry, capsys):
     assert code == 0 and "All checks passed!" in out
     assert "Transfers per call in 1 method: 2 H2D (128 B), 1 D2H (64 B); cpu -> cuda:0 128 B, cuda:0 -> cpu 64 B." in out
     code, out, _ = _run(capsys, "check", model, "--max-transfer-bytes", "191")
-    assert code == 1 and "XF009" in out and "192 B across the bus per call" in out
+    assert code == 1 and "XF009" in out and "moves 192 B per call" in out
     code, out, _ = _run(capsys, "check", model, "--max-transfer-bytes", "191", "--ignore", "XF009")
     assert code == 0
 

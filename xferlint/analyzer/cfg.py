@@ -269,9 +269,11 @@ def _strongly_connected(successors: tuple[tuple[int, ...], ...]) -> list[list[in
 # --------------------------------------------------------------------------- dataflow
 
 _EFFECT_KINDS = frozenset({"delegate", "unknown", "control"})
-# Reaching definitions cost (blocks x slots written) on a program with many jumps; past this
-# many state entries the analysis falls back to the flow-insensitive answer (every write
-# reaches every read), which can only make more writes useful, never fewer.
+# Reaching definitions are sparse (see `_reaching_definitions`): linear in the program plus
+# the phis and the sizes of the write sets they carry. Past this much work (a pathological
+# program whose slots are each written in thousands of places and read in thousands more)
+# the analysis falls back to the flow-insensitive answer (every write reaches every read),
+# which can only make more writes useful, never fewer.
 WORK_LIMIT = 3_000_000
 
 
@@ -354,77 +356,214 @@ class _TooMuchWork(Exception):
 def _reaching_definitions(method: "MethodView", cfg: ControlFlowGraph, work_limit: int):
     """Per read, the writes that reach it; per value, the writes that reach the exit.
 
-    States map a value to the set of nodes whose write of it may be current; a value absent
-    from a state holds what it held on entry (ENTRY). Only blocks are iterated, so a
-    straight-line method is one linear pass.
+    Sparse, the way SSA construction is (Cytron et al.): a value's reaching writes change
+    only at its writes and at the joins in the iterated dominance frontier of the blocks
+    that write it, so each value gets a phi at those joins only, one walk of the dominator
+    tree names the write (or phi) each read sees, and each phi's set of writes is the union
+    of what reaches it along its edges (solved per strongly connected component of phis:
+    loops). The work is O(nodes + operands + phis + the sets' sizes) however many values
+    and blocks there are; a dense state per block (every value written so far) was
+    O(blocks x values) in time and memory on a program with thousands of loops.
+    The entry is a virtual block before block 0 where every value holds ENTRY.
     """
     nodes = method.nodes
     blocks = cfg.blocks
-    reachable_blocks = {cfg.block_of[i] for i in cfg.reachable}
-    gen: list[dict[str, frozenset[int]]] = []
-    for first, last in blocks:
-        g: dict[str, frozenset[int]] = {}
-        for i in range(first, last + 1):
-            for vid in nodes[i].outputs:
-                g[vid] = frozenset((i,))
-        gen.append(g)
-    entry_set = frozenset({ENTRY})
-    out: list[Optional[dict[str, frozenset[int]]]] = [None] * len(blocks)
-    preds = cfg.block_predecessors
+    succ = cfg.block_successors
+    n_blocks = len(blocks)
+    root = n_blocks  # the virtual entry block
     budget = [work_limit]
 
-    def block_in(b: int) -> dict[str, frozenset[int]]:
-        sources = [out[p] for p in preds[b] if out[p] is not None]
-        if b == 0:
-            sources.append({})
-        budget[0] -= sum(len(s) for s in sources) + 1  # type: ignore[arg-type]
+    def charge(amount: int) -> None:
+        budget[0] -= amount
         if budget[0] < 0:
             raise _TooMuchWork
-        if not sources:
-            return {}
-        if len(sources) == 1:
-            return dict(sources[0])  # type: ignore[arg-type]
-        keys: set[str] = set()
-        for s in sources:
-            keys.update(s)  # type: ignore[arg-type]
-        merged = {}
-        for key in keys:
-            acc: frozenset[int] = frozenset()
-            for s in sources:
-                acc |= s.get(key, entry_set)  # type: ignore[union-attr]
-            merged[key] = acc
-        return merged
 
-    work = deque(b for b in range(len(blocks)) if b in reachable_blocks)
-    queued = set(work)
-    while work:
-        b = work.popleft()
-        queued.discard(b)
-        state = block_in(b)
-        state.update(gen[b])
-        if state != out[b]:
-            out[b] = state
-            for c in cfg.block_successors[b]:
-                if c not in queued and c in reachable_blocks:
-                    queued.add(c)
-                    work.append(c)
-
-    reaching_at: dict[tuple[int, str], frozenset[int]] = {}
-    for b, (first, last) in enumerate(blocks):
-        if b not in reachable_blocks:
+    order = _reverse_postorder(succ, root)  # reachable blocks (and the root), root first
+    reachable = set(order)
+    preds: dict[int, list[int]] = {b: [] for b in order}
+    for b in order:
+        for c in (succ[b] if b != root else (0,)) if n_blocks else ():
+            preds[c].append(b)
+    idom = _immediate_dominators(order, preds, root)
+    charge(len(order))
+    frontier: dict[int, set[int]] = {}
+    for b in order:
+        if len(preds[b]) >= 2:
+            for p in preds[b]:
+                runner = p
+                while runner != idom[b]:
+                    frontier.setdefault(runner, set()).add(b)
+                    runner = idom[runner]
+                    charge(1)
+    # Phis: per value, at the iterated dominance frontier of the blocks that write it.
+    written_in: dict[str, list[int]] = {}
+    for b in order:
+        if b == root:
             continue
-        state = block_in(b)
+        first, last = blocks[b]
         for i in range(first, last + 1):
-            node = nodes[i]
-            for vid in node.inputs:
-                reaching_at[(i, vid)] = state.get(vid, entry_set)
-            for vid in node.outputs:
-                state[vid] = frozenset((i,))
+            for vid in nodes[i].outputs:
+                where = written_in.setdefault(vid, [])
+                if not where or where[-1] != b:
+                    where.append(b)
+    phis_at: dict[int, list[tuple[str, int]]] = {}
+    phi_operands: list[list[int]] = []
+    for vid, where in written_in.items():
+        has_phi: set[int] = set()
+        work = list(where)
+        queued = set(work)
+        while work:
+            for y in frontier.get(work.pop(), ()):
+                charge(1)
+                if y not in has_phi:
+                    has_phi.add(y)
+                    phis_at.setdefault(y, []).append((vid, _phi_name(len(phi_operands))))
+                    phi_operands.append([])
+                    if y not in queued:
+                        queued.add(y)
+                        work.append(y)
+    # Renaming: one walk of the dominator tree with a stack of names per value.
+    children: dict[int, list[int]] = {}
+    for b in order:
+        if b != root:
+            children.setdefault(idom[b], []).append(b)
+    exit_blocks = {cfg.block_of[i] for i in cfg.exits}
+    outputs = [v for v in method.outputs if v is not None]
+    read_name: dict[tuple[int, str], int] = {}
+    exit_names: dict[int, list[int]] = {}
+    stacks: dict[str, list[int]] = {}
+    walk: list[tuple[int, Optional[list[str]]]] = [(root, None)]
+    while walk:
+        b, pushed = walk.pop()
+        if pushed is not None:  # leaving b: undo its names
+            for vid in pushed:
+                stacks[vid].pop()
+            continue
+        pushed = []
+        if b != root:
+            for vid, name in phis_at.get(b, ()):
+                stacks.setdefault(vid, []).append(name)
+                pushed.append(vid)
+            first, last = blocks[b]
+            charge(last - first + 1)
+            for i in range(first, last + 1):
+                node = nodes[i]
+                for vid in node.inputs:
+                    stack = stacks.get(vid)
+                    read_name[(i, vid)] = stack[-1] if stack else ENTRY
+                for vid in node.outputs:
+                    stacks.setdefault(vid, []).append(i)
+                    pushed.append(vid)
+            if b in exit_blocks:
+                exit_names[b] = [stacks[v][-1] if stacks.get(v) else ENTRY for v in outputs]
+        for c in (succ[b] if b != root else ((0,) if n_blocks else ())):
+            for vid, name in phis_at.get(c, ()):
+                stack = stacks.get(vid)
+                phi_operands[_phi_index(name)].append(stack[-1] if stack else ENTRY)
+        walk.append((b, pushed))
+        walk.extend((c, None) for c in reversed(children.get(b, ())))
+    sets = _phi_sets(phi_operands, charge)
+    entry_set = frozenset({ENTRY})
+    singles: dict[int, frozenset[int]] = {}
+
+    def resolve(name: int) -> frozenset[int]:
+        if name == ENTRY:
+            return entry_set
+        if name < ENTRY:
+            return sets[_phi_index(name)]
+        found = singles.get(name)
+        if found is None:
+            found = singles[name] = frozenset((name,))
+        return found
+
+    reaching_at = {key: resolve(name) for key, name in read_name.items()}
     at_exit: dict[str, frozenset[int]] = {}
     for i in cfg.exits:
         b = cfg.block_of[i]
-        state = out[b] if out[b] is not None else {}
-        for vid in method.outputs:
-            if vid is not None:
-                at_exit[vid] = at_exit.get(vid, frozenset()) | state.get(vid, entry_set)
+        names = exit_names.get(b) if b in reachable else None
+        for k, vid in enumerate(outputs):
+            here = resolve(names[k]) if names is not None else entry_set
+            at_exit[vid] = at_exit.get(vid, frozenset()) | here
     return reaching_at, at_exit
+
+
+def _phi_name(index: int) -> int:
+    """Phis are named below ENTRY (-1): -2, -3, ...; writes by their node index."""
+    return -2 - index
+
+
+def _phi_index(name: int) -> int:
+    return -2 - name
+
+
+def _reverse_postorder(succ: tuple[tuple[int, ...], ...], root: int) -> list[int]:
+    """The blocks reachable from the virtual root (whose one successor is block 0), in
+    reverse postorder, iteratively."""
+    def successors(b: int) -> tuple[int, ...]:
+        return succ[b] if b != root else ((0,) if succ else ())
+
+    post: list[int] = []
+    seen = {root}
+    work = [(root, 0)]
+    while work:
+        b, edge = work.pop()
+        out = successors(b)
+        if edge < len(out):
+            work.append((b, edge + 1))
+            c = out[edge]
+            if c not in seen:
+                seen.add(c)
+                work.append((c, 0))
+        else:
+            post.append(b)
+    post.reverse()
+    return post
+
+
+def _immediate_dominators(order: list[int], preds: dict[int, list[int]], root: int) -> dict[int, int]:
+    """Cooper, Harvey and Kennedy's iterative algorithm over blocks in reverse postorder."""
+    position = {b: k for k, b in enumerate(order)}
+    idom: dict[int, int] = {root: root}
+    changed = True
+    while changed:
+        changed = False
+        for b in order[1:]:
+            new = -1
+            for p in preds[b]:
+                if p not in idom:
+                    continue
+                if new == -1:
+                    new = p
+                    continue
+                a, c = p, new
+                while a != c:
+                    while position[a] > position[c]:
+                        a = idom[a]
+                    while position[c] > position[a]:
+                        c = idom[c]
+                new = a
+            if idom.get(b) != new:
+                idom[b] = new
+                changed = True
+    return idom
+
+
+def _phi_sets(operands: list[list[int]], charge) -> list[frozenset[int]]:
+    """Each phi's writes: the union over its operands (writes, ENTRY, or other phis),
+    per strongly connected component of the phi graph (a loop's phis reach each other)."""
+    graph = tuple(tuple(_phi_index(o) for o in ops if o < ENTRY) for ops in operands)
+    sets: list[frozenset[int]] = [frozenset()] * len(operands)
+    for component in _strongly_connected(graph):  # dependencies first
+        members = set(component)
+        acc: set[int] = set()
+        for p in component:
+            for o in operands[p]:
+                if o >= ENTRY:
+                    acc.add(o)
+                elif _phi_index(o) not in members:
+                    acc |= sets[_phi_index(o)]
+        charge(len(acc) + len(component))
+        frozen = frozenset(acc)
+        for p in component:
+            sets[p] = frozen
+    return sets

@@ -57,8 +57,10 @@ def fix_native(program: Any, rules, origin, *, unsafe_fixes: bool = False, stric
     if "ExecutorchProgramManager" in kinds:
         return fix_executorch_program(program, rules, origin, **options)
     if "ExportedProgram" in kinds:
-        raise FixError(f"{origin.input}: an ExportedProgram has no device copies to fix yet; lower it "
-                       "(to_edge_transform_and_lower) and fix the EdgeProgramManager")
+        from xferlint.fixes.driver import EXPORTED_NOT_FIXED
+
+        raise FixError(f"{origin.input}: {EXPORTED_NOT_FIXED} (or lower it with to_edge_transform_and_lower "
+                       "and fix the EdgeProgramManager)")
     raise FixError(f"{origin.input}: cannot fix a {type(program).__name__}; expected an EdgeProgramManager or "
                    "ExecutorchProgramManager")
 

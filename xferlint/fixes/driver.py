@@ -11,12 +11,15 @@ from xferlint.errors import FixError, UsageError
 from xferlint.frontends import Detached, LoadedProgram
 from xferlint.frontends.entrypoints import expand
 from xferlint.findings import Finding
-from xferlint.fixes.engine import plan_method
-from xferlint.fixes.plan import finding_key
-from xferlint.pipeline import CheckRun, load_entry
+from xferlint.pipeline import CheckRun, collector_paused, load_entry
 from xferlint.rules.base import Rule
 
-PT2_NOT_FIXED = "xferlint does not rewrite .pt2 archives yet (report only)"
+# The planners and the fixers are imported when a program has something fixable: a check
+# whose findings have no fix never loads them.
+
+EXPORTED_NOT_FIXED = ("an ExportedProgram is fixed through its archive: torch.export.save it and run "
+                      "`xferlint fix model.pt2 -o fixed.pt2`")
+FILE_KINDS = frozenset({"pte", "pt2"})  # fixed by trying the fix: the re-read file decides
 
 
 def fix_loaded(loaded: LoadedProgram, rules: Sequence[Rule], *, unsafe_fixes: bool = False, strict: bool = False):
@@ -24,7 +27,9 @@ def fix_loaded(loaded: LoadedProgram, rules: Sequence[Rule], *, unsafe_fixes: bo
     view = loaded.view
     origin = ProgramView(input=view.input, name=view.name, kind=view.kind, file=view.file)
     if view.kind == "pt2":
-        raise FixError(f"{view.input}: {PT2_NOT_FIXED}")
+        from xferlint.fixes.pt2 import fix_pt2
+
+        return fix_pt2(loaded, rules, origin, unsafe_fixes=unsafe_fixes, strict=strict)
     if view.kind == "pte":
         from xferlint.fixes.pte import fix_pte
 
@@ -36,6 +41,12 @@ def fix_loaded(loaded: LoadedProgram, rules: Sequence[Rule], *, unsafe_fixes: bo
     from xferlint.fixes import fix_native
 
     return fix_native(loaded.native, rules, origin, unsafe_fixes=unsafe_fixes, strict=strict)
+
+
+def _is_exported_program(native) -> bool:
+    if isinstance(native, Detached):  # loaded in a worker process: its class names came back
+        return "ExportedProgram" in native.classes
+    return any(c.__name__ == "ExportedProgram" for c in type(native).__mro__)
 
 
 def fix_input(spec: str, rules: Sequence[Rule], *, unsafe_fixes: bool = False, strict: bool = False):
@@ -59,6 +70,8 @@ def _refusals(result) -> dict[tuple, str]:
 
 def _planned_refusals(view: ProgramView, rules: Sequence[Rule], unsafe_fixes: bool) -> dict[tuple, str]:
     """The refusals planning alone decides (torch-free): what no planner can fix here."""
+    from xferlint.fixes.engine import plan_method
+
     refused: dict[tuple, str] = {}
     for method in view.methods:
         for no in plan_method(view, method, rules, unsafe_fixes).no_fix:
@@ -67,6 +80,8 @@ def _planned_refusals(view: ProgramView, rules: Sequence[Rule], unsafe_fixes: bo
 
 
 def _mark_refused(findings: list[Finding], refused: dict[tuple, str]) -> list[Finding]:
+    from xferlint.fixes.plan import finding_key
+
     out = []
     for f in findings:
         reason = refused.get(finding_key(f)) if f.fixable else None
@@ -77,37 +92,67 @@ def _mark_refused(findings: list[Finding], refused: dict[tuple, str]) -> list[Fi
 
 def settle_fixability(run: CheckRun, rules: Sequence[Rule], *, unsafe_fixes: bool = False,
                       strict: bool = False) -> dict[int, object]:
-    """Mark fixable only what a fix will remove: a `.pte` fix is tried (the memory-plan
-    proof decides), a graph program's fixes are planned; a refused finding loses `[*]`
-    and carries `fix_refused`. Returns the `.pte` FixResults by id(loaded), for reuse."""
+    """Mark fixable only what a fix will remove: a `.pte` or `.pt2` fix is tried (the
+    re-read file decides; for a `.pte` also the memory-plan proof), a graph program's fixes
+    are planned; a refused finding loses `[*]` and carries `fix_refused`. Returns the
+    files' FixResults by id(loaded), for reuse."""
     tried: dict[int, object] = {}
-    for loaded in run.loaded:
-        view = loaded.view
-        mine = run.findings_of(view)
-        if not any(f.fixable for f in mine):
-            continue
-        try:
-            if view.kind == "pte":
-                result = fix_loaded(loaded, rules, unsafe_fixes=unsafe_fixes, strict=strict)
-                tried[id(loaded)] = result
-                refused = _refusals(result)
-            elif view.kind == "pt2":
-                refused = {finding_key(f): PT2_NOT_FIXED for f in mine}
-            elif loaded.native is None:
-                refused = {finding_key(f): "a hand-built ProgramView has no program behind it to fix" for f in mine}
-            else:
-                refused = _planned_refusals(view, rules, unsafe_fixes)
-        except FixError as exc:
-            refused = {finding_key(f): str(exc) for f in mine}
-        if refused:
-            run.replace_findings(view, _mark_refused(mine, refused))
+    lints: dict[int, list[tuple]] = {}
+    for lint in run.lints:
+        lints.setdefault(id(lint[0]), []).append(lint)
+    keys = [(loaded.view.input, loaded.view.name) for loaded in run.loaded]
+    if len(set(keys)) != len(keys):  # an input named twice: each replacement sees the one before
+        for loaded in run.loaded:
+            mine = run.findings_of(loaded.view)
+            refused = _refused(loaded, mine, rules, unsafe_fixes, strict, tried, lints)
+            if refused:
+                run.replace_findings(loaded.view, _mark_refused(mine, refused))
+        return tried
+    by_program: dict[tuple[str, str], list[Finding]] = {}  # run.findings_of, for every program at once
+    for f in run.findings:
+        by_program.setdefault((f.input, f.program), []).append(f)
+    replacements = []
+    with collector_paused():  # fix trials and plans: no user code, no reference cycles
+        for loaded in run.loaded:
+            mine = by_program.get((loaded.view.input, loaded.view.name), [])
+            refused = _refused(loaded, mine, rules, unsafe_fixes, strict, tried, lints)
+            if refused:
+                replacements.append((loaded.view, _mark_refused(mine, refused)))
+        run.replace_many(replacements)
     return tried
+
+
+def _refused(loaded: LoadedProgram, mine: list[Finding], rules: Sequence[Rule], unsafe_fixes: bool, strict: bool,
+             tried: dict[int, object], run_lints: dict[int, list[tuple]]) -> dict[tuple, str]:
+    """Finding key -> why its fix is refused, for one program whose findings are `mine`."""
+    view = loaded.view
+    if not any(f.fixable for f in mine):
+        return {}
+    from xferlint.fixes.plan import finding_key
+    from xferlint.rules._lint import remember
+
+    for lint in run_lints.get(id(view), ()):  # the check's own lint of each method: not again
+        if lint[0] is view:
+            remember(*lint)
+
+    try:
+        if view.kind in FILE_KINDS:
+            result = fix_loaded(loaded, rules, unsafe_fixes=unsafe_fixes, strict=strict)
+            tried[id(loaded)] = result
+            return _refusals(result)
+        if _is_exported_program(loaded.native):
+            return {finding_key(f): EXPORTED_NOT_FIXED for f in mine}
+        if loaded.native is None:
+            return {finding_key(f): "a hand-built ProgramView has no program behind it to fix" for f in mine}
+        return _planned_refusals(view, rules, unsafe_fixes)
+    except FixError as exc:
+        return {finding_key(f): str(exc) for f in mine}
 
 
 def fix_run(run: CheckRun, rules: Sequence[Rule], *, unsafe_fixes: bool = False, strict: bool = False,
             tried: Optional[dict] = None, kinds: Optional[set] = None):
     """Fix every program of a check run that has fixable findings (`check --fix/--diff`),
-    only those of `kinds` (view kinds: "pte", "graph") when given.
+    only those of `kinds` (view kinds: "pte", "pt2", "graph") when given.
 
     Returns (fixed, notes): (loaded, FixResult) of each program a fix was tried on, and one
     line per program that could not be fixed at all. `tried`: results `settle_fixability`

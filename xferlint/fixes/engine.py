@@ -23,10 +23,10 @@ from xferlint.analyzer.view import MethodView, ProgramView
 from xferlint.findings import Applicability, Finding, Severity
 from xferlint.fixes.plan import FixPlan, NoFix, finding_key, resolve, select
 from xferlint.fixes.planners import PLANNERS
-from xferlint.rules.base import Rule, RuleContext
+from xferlint.rules._lint import lint_method
+from xferlint.rules.base import Rule
 
 MAX_ROUNDS = 8  # each round removes at least one node; real programs settle in one or two
-
 
 @dataclass
 class MethodPlanning:
@@ -54,9 +54,8 @@ def plan_method(
     exclude: Collection[tuple] = (),
 ) -> MethodPlanning:
     """Lint `method` and plan a fix for every fixable finding not in `exclude` (keys)."""
-    facts = DeviceFacts.compute(method)
-    ctx = RuleContext(program=program, method=method, facts=facts)
-    findings = [f for rule in rules for f in rule.check(ctx)]
+    ctx, findings = lint_method(program, method, rules)
+    facts = ctx.facts
     planning = MethodPlanning(method=method, facts=facts, findings=findings)
     wanted: list[FixPlan] = []
     for finding in findings:
@@ -86,9 +85,7 @@ def check_fixed(
     """Why the fixed `method` (re-read from the fixed native program) is not acceptable,
     or None: the applied plans' findings must be gone and no finding of those rules, and
     no error, may be new."""
-    facts = DeviceFacts.compute(method)
-    ctx = RuleContext(program=program, method=method, facts=facts)
-    after = [f for rule in rules for f in rule.check(ctx)]
+    _, after = lint_method(program, method, rules)
     fixed = {p.key for p in applied}
     codes = {p.code for p in applied}
     known = {finding_key(f) for f in before.findings}

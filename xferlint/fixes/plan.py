@@ -29,7 +29,7 @@ from xferlint.analyzer.view import MethodView, Node, OpKind
 from xferlint.findings import Applicability, Finding
 
 OUTPUT = "<output>"  # Rewire.reader for the method's outputs
-COPY_KINDS = frozenset({OpKind.H2D, OpKind.D2H})
+COPY_KINDS = frozenset({OpKind.H2D, OpKind.D2H, OpKind.TO_DEVICE})  # a device-to-device `.to()` too
 
 
 def finding_key(finding: Finding) -> tuple[str, str, tuple[str, ...]]:
@@ -117,6 +117,21 @@ def select(plans: Sequence[FixPlan]) -> tuple[list[FixPlan], list[FixPlan]]:
     return accepted, deferred
 
 
+_BY_NAME: dict[int, tuple[MethodView, dict[str, Node]]] = {}
+
+
+def nodes_by_name(method: MethodView) -> dict[str, Node]:
+    """`method`'s nodes by name (built once per method: a fix asks for every plan; read only)."""
+    hit = _BY_NAME.get(id(method))
+    if hit is not None and hit[0] is method:
+        return hit[1]
+    by_name = {n.name: n for n in method.nodes}
+    if len(_BY_NAME) >= 8:
+        del _BY_NAME[next(iter(_BY_NAME))]
+    _BY_NAME[id(method)] = (method, by_name)
+    return by_name
+
+
 def resolve(method: MethodView, facts: DeviceFacts, plans: Sequence[FixPlan]) -> list[FixPlan]:
     """Decide every `removes_if_dead` (a node goes when, after all the plans' rewires and
     removals, nothing reads it and it is no method output; the first plan that asked for
@@ -124,7 +139,7 @@ def resolve(method: MethodView, facts: DeviceFacts, plans: Sequence[FixPlan]) ->
     removed: set[str] = {n for p in plans for n in p.removes}
     rewired_away: set[tuple[str, str]] = {(r.reader, r.old) for p in plans for r in p.rewires}
     outputs_rewired = {r.old for p in plans for r in p.rewires if r.reader == OUTPUT}
-    by_name = {n.name: n for n in method.nodes}
+    by_name = nodes_by_name(method)
 
     def dead(node: Node) -> bool:
         for vid in node.outputs:

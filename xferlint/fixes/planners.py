@@ -12,7 +12,7 @@ from typing import Callable, Optional, Union
 from xferlint.analyzer.view import Node, OpKind
 from xferlint.findings import Applicability, Finding
 from xferlint.fixes.plan import OUTPUT, FixPlan, NoFix, Rewire
-from xferlint.rules._patterns import round_trip_at, tick
+from xferlint.rules._patterns import is_aten_copy, round_trip_at, tick
 from xferlint.rules.base import RuleContext
 from xferlint.rules.duplicate_transfer import (
     REWIRABLE,
@@ -77,6 +77,26 @@ def plan_redundant_round_trip(ctx: RuleContext, finding: Finding) -> Planned:
     )
 
 
+def plan_cross_device_staging(ctx: RuleContext, finding: Finding) -> Planned:
+    """XF002 on torch.export programs: the second `.to()` reads the device value itself
+    (one device-to-device copy) and the `.cpu()` goes once nothing else reads it."""
+    h2d = _node(ctx, finding, "h2d")
+    trip = round_trip_at(ctx.facts, h2d) if h2d is not None else None
+    if trip is None or trip.same_device:
+        return _no(finding, "the staging is no longer in the program")
+    if not is_aten_copy(h2d) or ctx.program.kind != "pt2":
+        return _no(finding, "only a torch.export program saved as .pt2 can copy device to device")
+    mutated = _mutation(ctx, trip.value, trip.d2h.output)
+    if mutated:
+        return _no(finding, f"{mutated}, so the host copy and the device value may differ")
+    return _plan(
+        finding,
+        f"copy {tick(trip.value)} to {trip.target} directly in {tick(h2d.name)}, remove {tick(trip.d2h.name)} once dead",
+        rewires=(Rewire(reader=h2d.name, old=trip.d2h.output, new=trip.value),),
+        removes_if_dead=(trip.d2h.name,),
+    )
+
+
 def plan_dead_device_to_host(ctx: RuleContext, finding: Finding) -> Planned:
     """XF003: remove the dead D2H, and the dead host computations that only it feeds."""
     facts = ctx.facts
@@ -128,6 +148,7 @@ def plan_duplicate_transfer(ctx: RuleContext, finding: Finding) -> Planned:
 
 PLANNERS: dict[str, Planner] = {
     "XF001": plan_redundant_round_trip,
+    "XF002": plan_cross_device_staging,
     "XF003": plan_dead_device_to_host,
     "XF004": plan_duplicate_transfer,
 }

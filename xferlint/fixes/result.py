@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -114,6 +113,8 @@ class FixResult:
             if not method.applied:
                 continue
             before, after = render(method.before), render(method.after)
+            import difflib
+
             chunks.extend(difflib.unified_diff(before, after, f"{self.input} ({method.method})",
                                                f"{self.input} ({method.method}, fixed)", lineterm=""))
         return "\n".join(chunks) + ("\n" if chunks else "")

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import subprocess
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Optional, Sequence
 
@@ -46,6 +45,8 @@ def _git_ignored(root: str, paths: list[str]) -> set[str]:
     missing): one `git check-ignore` for the lot."""
     if not paths:
         return set()
+    import subprocess  # only a directory walk asks git
+
     try:
         done = subprocess.run(["git", "-C", root, "check-ignore", "--stdin", "-z"], input="\0".join(paths) + "\0",
                               capture_output=True, text=True, timeout=30)

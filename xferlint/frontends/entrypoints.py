@@ -9,14 +9,10 @@ names the input and the problem.
 
 from __future__ import annotations
 
-import ast
 import contextlib
-import hashlib
 import importlib
-import importlib.util
 import os
 import sys
-import traceback
 import re
 from dataclasses import dataclass, replace
 from typing import Any, Iterator, Optional
@@ -24,7 +20,9 @@ from typing import Any, Iterator, Optional
 from xferlint.errors import InputError
 from xferlint.frontends import is_program_object
 from xferlint.frontends.discovery import Discovery, walk
-from xferlint.frontends.known_failures import explain as _known_failure
+
+# ast, hashlib, traceback and known_failures are imported where a .py entry point is parsed
+# or imported: a run over .pte files never needs them.
 
 PROGRAM_ATTR = "program"
 PROGRAM_SUFFIXES = (".pte", ".pt2")  # program files read without importing anything
@@ -74,6 +72,8 @@ class ProgramObject:
 
 def defines_program(path: str) -> bool:
     """True when the file's top level binds `program` (assignment, def, class, import)."""
+    import ast
+
     try:
         with open(path, "rb") as handle:
             tree = ast.parse(handle.read(), filename=path)
@@ -93,7 +93,9 @@ def defines_program(path: str) -> bool:
     return False
 
 
-def _binds(target: ast.AST) -> bool:
+def _binds(target: "ast.AST") -> bool:
+    import ast
+
     if isinstance(target, ast.Name):
         return target.id == PROGRAM_ATTR
     if isinstance(target, (ast.Tuple, ast.List)):
@@ -183,6 +185,8 @@ def stdout_to_stderr() -> Iterator[None]:
 
 def _user_frame(exc: BaseException, file: Optional[str]) -> str:
     """` (at model.py:12)`: the innermost frame in the user's file, else the innermost."""
+    import traceback
+
     frames = traceback.extract_tb(exc.__traceback__)
     if not frames:
         return ""
@@ -200,7 +204,16 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
+def _known_failure(exc: BaseException) -> str:
+    from xferlint.frontends.known_failures import explain
+
+    return explain(exc)
+
+
 def _import_file(path: str) -> Any:
+    import hashlib
+    import importlib.util
+
     absolute = os.path.abspath(path)
     digest = hashlib.sha1(absolute.encode()).hexdigest()[:12]
     name = f"xferlint_entry_{os.path.splitext(os.path.basename(path))[0]}_{digest}"

@@ -99,10 +99,16 @@ def _device_of_spec(spec: Any) -> Optional[Device]:
         return None
     name = getattr(device, "name", None)  # executorch.exir.schema.DeviceType
     if name is not None:
-        return Device(name.lower(), int(getattr(spec, "device_index", 0) or 0))
+        return _device(name, int(getattr(spec, "device_index", 0) or 0))
     if isinstance(device, torch.device):
         return Device(device.type, device.index or 0)
     return None
+
+
+@lru_cache(maxsize=256)
+def _device(name: str, index: int) -> Device:
+    """One Device object per (DeviceType name, index): values share it."""
+    return Device(name.lower(), index)
 
 
 def _meta_device(node: Any) -> Optional[Device]:
@@ -133,7 +139,10 @@ def _tensor_meta(spec: Any, val: Any) -> Optional[TensorMeta]:
         dtype = val.dtype
     if shape_src is None or dtype is None:
         return None
-    shape = tuple(d if isinstance(d, int) else _concrete(d) for d in shape_src)
+    shape = tuple(shape_src)
+    if all(type(d) is int for d in shape):  # the common case: one interned TensorMeta per spec
+        return _static_meta(shape, dtype)
+    shape = tuple(d if isinstance(d, int) else _concrete(d) for d in shape)
     nbytes: Optional[int] = None
     if all(isinstance(d, int) for d in shape):
         numel = 1
@@ -144,6 +153,27 @@ def _tensor_meta(spec: Any, val: Any) -> Optional[TensorMeta]:
         except Exception:  # noqa: BLE001 - exotic dtypes: bytes unknown, not an error
             nbytes = None
     return TensorMeta(shape=shape, dtype=_dtype_name(dtype), nbytes=nbytes)
+
+
+_STATIC_METAS: dict[tuple, Optional[TensorMeta]] = {}
+
+
+def _static_meta(shape: tuple[int, ...], dtype: Any) -> TensorMeta:
+    """The TensorMeta of a static shape and dtype, interned: thousands of values share a spec."""
+    key = (shape, dtype)
+    meta = _STATIC_METAS.get(key)
+    if meta is None:
+        numel = 1
+        for d in shape:
+            numel *= d
+        try:
+            nbytes: Optional[int] = numel * _itemsize(dtype)
+        except Exception:  # noqa: BLE001 - exotic dtypes: bytes unknown, not an error
+            nbytes = None
+        meta = TensorMeta(shape=shape, dtype=_dtype_name(dtype), nbytes=nbytes)
+        if len(_STATIC_METAS) < 65536:
+            _STATIC_METAS[key] = meta
+    return meta
 
 
 def _concrete(dim: Any) -> Optional[int]:
@@ -187,6 +217,8 @@ class _Builder:
     # The device of each planned memory arena by mem_id, None when memory was not planned.
     arenas: Optional[dict[int, Device]] = None
     mutable_buffers: frozenset[str] = frozenset()  # buffers the method writes (by target)
+    # (id(lowered module), arity) -> (the module, its DelegateInfo, its target device)
+    delegates: dict[tuple[int, int], tuple[Any, DelegateInfo, Optional[Device]]] = field(default_factory=dict)
 
     def add(self, **kwargs: Any) -> Node:
         node = Node(index=len(self.nodes), **kwargs)
@@ -407,6 +439,19 @@ class _GraphReader:
 
     def _delegate(self, node) -> None:
         lowered = _resolve_attr(self.gm, node.args[0].target) if isinstance(node.args[0], torch.fx.Node) else None
+        inputs = self._operands(node.args[1:])
+        # One DelegateInfo per lowered module and arity: call sites of one module share it.
+        key = (id(lowered), len(inputs))
+        cached = self.b.delegates.get(key)
+        if cached is None or cached[0] is not lowered:
+            cached = self.b.delegates[key] = (lowered, *self._delegate_info(lowered, len(inputs)))
+        _, info, device = cached
+        outputs = self._declare(node)
+        self._emit(node, OpKind.DELEGATE, inputs, outputs, device=device, delegate=info,
+                   target="executorch_call_delegate")
+
+    @staticmethod
+    def _delegate_info(lowered: Any, n_inputs: int) -> tuple[DelegateInfo, Optional[Device]]:
         specs: list[tuple[str, str]] = []
         device: Optional[Device] = None
         for spec in getattr(lowered, "compile_specs", None) or []:
@@ -418,13 +463,10 @@ class _GraphReader:
                     device = Device.parse(text)
                 except ValueError:
                     device = None
-        inputs = self._operands(node.args[1:])
-        ops, readers, writers = _inner_ops(lowered, len(inputs))
+        ops, readers, writers = _inner_ops(lowered, n_inputs)
         info = DelegateInfo(backend=str(getattr(lowered, "backend_id", "unknown")), compile_specs=tuple(specs),
                             ops=ops, input_readers=readers, output_writers=writers)
-        outputs = self._declare(node)
-        self._emit(node, OpKind.DELEGATE, inputs, outputs, device=device, delegate=info,
-                   target="executorch_call_delegate")
+        return info, device
 
     def _memory(self, node) -> None:
         name = getattr(node.target, "__name__", "")

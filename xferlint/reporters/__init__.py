@@ -18,6 +18,19 @@ class ReportOptions:
     # Per-method device timelines (analyzer/timeline.py), for the formats that draw programs
     # (html, model-explorer); the pipeline collects them only for those (`TIMELINE_FORMATS`).
     timelines: tuple = ()
+    # Findings not reported, with why (`xferlint.suppression.Suppressed`: a noqa comment or
+    # the baseline); only SARIF shows them (as results with `suppressions`).
+    suppressed: tuple = ()
+    # With `--baseline`: the baseline's entries nothing matched any more (SARIF results with
+    # `baselineState: absent`); None without a baseline.
+    baseline_absent: Optional[tuple] = None
+    # Text output: `full` shows each finding's source line and detail; `quiet` (-q) only the
+    # findings, no summary; `silent` (-s) nothing at all (the exit code says it); `color`
+    # paints the path, code and fix mark (a terminal, no NO_COLOR / --no-color, never -o).
+    full: bool = False
+    quiet: bool = False
+    silent: bool = False
+    color: bool = False
 
 
 TIMELINE_FORMATS = frozenset({"html", "model-explorer"})
@@ -34,8 +47,11 @@ def display_path(path: str, root: Optional[str] = None) -> str:
     return absolute if rel.startswith("..") else rel
 
 
-# format -> module with `emit(report, options) -> str`; `text` is the default
+# format -> module with `emit(report, options) -> str` (or `module:function`); `concise` is
+# the default and `text` its old name
 FORMATS = {
+    "concise": "xferlint.reporters.text",
+    "full": "xferlint.reporters.text:emit_full",
     "text": "xferlint.reporters.text",
     "json": "xferlint.reporters.json",
     "json-lines": "xferlint.reporters.json_lines",
@@ -52,4 +68,8 @@ def emit(report, fmt: str, options: ReportOptions) -> str:
     """Render a report in one of FORMATS."""
     import importlib
 
-    return importlib.import_module(FORMATS.get(fmt, FORMATS["text"])).emit(report, options)
+    module, _, function = FORMATS.get(fmt, FORMATS["concise"]).partition(":")
+    return getattr(importlib.import_module(module), function or "emit")(report, options)
+
+
+TEXT_FORMATS = frozenset({"concise", "full", "text"})

@@ -11,6 +11,14 @@ metadata generated from the rule class and its docstring (the same generator as
   source line, and related locations for the other steps (the other end of the transfer);
 - `partialFingerprints["xferlint/v1"]` (see `xferlint.fingerprint`).
 
+Findings a noqa comment or the baseline accepts are results too, with `suppressions`
+(`inSource` with the comment's location and its justification, or `external`), so that
+viewers show them as suppressed rather than not at all. With `--baseline`, every result
+has a `baselineState`: `new` (reported), `unchanged` (the baseline accepts it) or
+`absent` (a baseline entry nothing matches any more; located at its input file, as the
+baseline records no lines). In-source suppressed results carry no `baselineState`: the
+baseline was not asked about them.
+
 Inputs that failed to load are `invocations[0].toolExecutionNotifications`.
 
 The output depends only on the report, the options and the files it points at: no
@@ -46,6 +54,7 @@ from sarif_om import (
     ReportingDescriptor,
     Result,
     Run,
+    Suppression,
     RunAutomationDetails,
     SarifLog,
     ThreadFlow,
@@ -58,7 +67,7 @@ from xferlint import __version__
 from xferlint.findings import Finding, Severity, Step
 from xferlint.findings import Location as SourceLine
 from xferlint.fingerprint import SCHEME, finding_key, fingerprints
-from xferlint.fsutil import find_upward
+from xferlint import fsutil
 from xferlint.reporters.sarif_serialize import dumps, new
 from xferlint.serialize import to_jsonable
 
@@ -79,10 +88,7 @@ def project_root(explicit: Optional[str]) -> str:
     Code scanning resolves URIs against the repository root, so the default is the
     repository, not wherever xferlint happens to run from.
     """
-    if explicit:
-        return os.path.abspath(explicit)
-    here = os.getcwd()
-    return find_upward(here, lambda d: os.path.exists(os.path.join(d, ".git"))) or here
+    return fsutil.project_root(explicit)
 
 
 def _root_uri(root: str) -> str:
@@ -181,7 +187,8 @@ def _rules_for(report, options) -> list:
 
     known = {rule.code: rule for rule in all_rules()}
     chosen = {rule.code: rule for rule in (options.rules or all_rules())}
-    for finding in report.findings:  # a finding always has its rule in the driver
+    shown = list(report.findings) + [item.finding for item in getattr(options, "suppressed", ())]
+    for finding in shown:  # a finding always has its rule in the driver
         if finding.code not in chosen and finding.code in known:
             chosen[finding.code] = known[finding.code]
     return [chosen[code] for code in sorted(chosen)]
@@ -319,7 +326,7 @@ def _message(finding: Finding) -> str:
     )
 
 
-def _result(finding: Finding, rule_index: int, locator: _Locator, fingerprint: str) -> Result:
+def _result(finding: Finding, rule_index: int, locator: _Locator, fingerprint: str, **extra) -> Result:
     primary_node = finding.nodes[0] if finding.nodes else "?"
     primary = _primary_step(finding)
     if primary is not None and finding.steps:
@@ -360,6 +367,7 @@ def _result(finding: Finding, rule_index: int, locator: _Locator, fingerprint: s
                                                                           for s in finding.steps)))]
     if related:
         fields["related_locations"] = related
+    fields.update(extra)  # suppressions, baselineState
     return new(Result, **fields)
 
 
@@ -405,16 +413,74 @@ def _notification(error, root: str) -> Notification:
 # --------------------------------------------------------------------------- emit
 
 
+def _suppression(item, locator: _Locator) -> Suppression:
+    fields = dict(kind=item.suppression.kind)
+    if item.suppression.justification:
+        fields["justification"] = item.suppression.justification
+    where = item.suppression.where
+    if item.suppression.kind == "inSource" and where:
+        path, _, line = where.rpartition(":")
+        if path and line.isdigit():
+            fields["location"] = new(Location, physical_location=new(
+                PhysicalLocation, artifact_location=_file_uri(path, locator.root).artifact(),
+                region=new(Region, start_line=int(line))))
+    return new(Suppression, **fields)
+
+
+def _absent(entry, root: str, rule_index: Optional[int]) -> Result:
+    """A baseline entry nothing matched: a result of kind `pass` with `baselineState:
+    absent`, located at its input (the baseline records no lines)."""
+    fields = dict(rule_id=entry.code, kind="pass", level="none", baseline_state="absent",
+                  message=new(Message, text=entry.message or f"{entry.code} finding recorded in the baseline"),
+                  partial_fingerprints={"xferlint/baseline": entry.fingerprint},
+                  properties={"input": entry.input})
+    if rule_index is not None:
+        fields["rule_index"] = rule_index
+    where = dict(logical_locations=[new(LogicalLocation, name=entry.input, fully_qualified_name=entry.input,
+                                        kind="module")])
+    path = _entry_file(entry.input)
+    if path is not None:
+        where["physical_location"] = new(PhysicalLocation, artifact_location=_file_uri(path, root).artifact(),
+                                         region=new(Region, start_line=1, start_column=1))
+    fields["locations"] = [new(Location, **where)]
+    return new(Result, **fields)
+
+
+def _entry_file(label: str) -> Optional[str]:
+    head, sep, tail = label.rpartition(":")
+    path = head if sep and head and re.fullmatch(r"[A-Za-z_][\w.]*(\[.*\])?", tail) else label
+    return path if os.path.isfile(path) else None
+
+
+def _results(report, options, root: str, index: dict, locator: _Locator) -> list[Result]:
+    """Every result, sorted: reported findings, suppressed ones, then absent baseline entries."""
+    suppressed = {id(item.finding): item for item in getattr(options, "suppressed", ())}
+    absent = getattr(options, "baseline_absent", None)
+    everything = list(report.findings) + [item.finding for item in getattr(options, "suppressed", ())]
+    findings = sorted(everything, key=lambda f: _sort_key(f, root))
+    prints = fingerprints(finding_key(f, _uri_of(f, root)) for f in findings)
+    results = []
+    for f, fp in zip(findings, prints):
+        extra = {}
+        item = suppressed.get(id(f))
+        if item is not None:
+            extra["suppressions"] = [_suppression(item, locator)]
+        if absent is not None and (item is None or item.suppression.kind == "external"):
+            extra["baseline_state"] = "unchanged" if item is not None else "new"
+        results.append(_result(f, index[f.code], locator, fp, **extra))
+    for entry in sorted(absent or (), key=lambda e: (e.code, e.input, e.fingerprint)):
+        results.append(_absent(entry, root, index.get(entry.code)))
+    return results
+
+
 def build_log(report, options) -> SarifLog:
     """The SARIF log for a report, as sarif-om objects."""
     root = project_root(getattr(options, "project_root", None))
     rules = _rules_for(report, options)
     index = {rule.code: i for i, rule in enumerate(rules)}
-    findings = sorted(report.findings, key=lambda f: _sort_key(f, root))
-    prints = fingerprints(finding_key(f, _uri_of(f, root)) for f in findings)
     logical = _Logical()
     locator = _Locator(root, logical)
-    results = [_result(f, index[f.code], locator, fp) for f, fp in zip(findings, prints)]
+    results = _results(report, options, root, index, locator)
 
     driver = dict(
         name="xferlint",

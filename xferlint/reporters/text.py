@@ -1,38 +1,88 @@
-"""Text output in ruff's concise style: `path:line:col: XF001 [*] message`, then a summary.
+"""Text output: `concise` (the default) and `full`.
 
-A finding without a source location is shown at `input:method:node`.
+concise, one line per finding in ruff's style, then a summary:
+
+    path:line:col: XF001 [*] <qualifier>: <short message>
+    input.pte:method:instr N: XF003 [*] <short message>     (no source line known)
+
+The qualifier (`program[edge]`, the `.pt2`/`.pte` archive the program came from, a method
+other than `forward` as `decode()`) is there only when the path does not already say which
+program the finding is in. `full` adds, under each line, the source line and the finding's
+detail (what it means for this program and what to do). `-q` drops the summary, colour
+marks the path, code and `[*]` on a terminal.
 """
 
 from __future__ import annotations
 
+import os
+import re
+import textwrap
 from collections import Counter
 
 from xferlint.reporters import ReportOptions, display_path
 from xferlint.rules.base import format_bytes
 
+# ANSI styles, as ruff uses them: bold path, cyan separators and fix mark, bold red code
+_BOLD, _CYAN, _RED, _RESET = "\x1b[1m", "\x1b[36m", "\x1b[1;31m", "\x1b[0m"
+WIDTH = 100  # columns `full` wraps a finding's detail to
+
+
+def _paint(text: str, style: str, options: ReportOptions) -> str:
+    return f"{style}{text}{_RESET}" if options.color and text else text
+
+
+def _instr(finding) -> str:
+    """A program location without source: the first copy's instruction (`instr 12`), else the
+    first step's node, without the operator in parentheses."""
+    names = list(finding.copies) + [n for n in finding.nodes if n.startswith(("instr ", "chain "))]
+    node = names[0] if names else (finding.nodes[0] if finding.nodes else "?")
+    return node.split(" (", 1)[0]
+
 
 def _where(finding, options: ReportOptions) -> str:
     loc = finding.location
+    sep = _paint(":", _CYAN, options)
     if loc is not None:
-        return f"{display_path(loc.file, options.project_root)}:{loc.line}:{loc.column}"
-    node = finding.nodes[0] if finding.nodes else "?"
-    return f"{finding.input}:{finding.method}:{node}"
+        path = _paint(display_path(loc.file, options.project_root), _BOLD, options)
+        return f"{path}{sep}{loc.line}{sep}{loc.column}"
+    return f"{_paint(finding.input, _BOLD, options)}{sep}{finding.method}{sep}{_instr(finding)}"
 
 
-def _context(finding) -> str:
-    """` (in program[edge], method decode)` when a source line alone does not say which
-    program of a dict, or which method, the finding is in."""
+def qualifier(finding) -> str:
+    """Which program a located finding is in, when its path does not say it: the dict key
+    (`program[edge]`), the archive it was read from (`model.pt2`), a method (`decode()`)."""
+    if finding.location is None:
+        return ""
     parts = []
-    if finding.location is not None and finding.input.endswith("]"):
+    if finding.input.endswith("]"):
         parts.append(finding.input.rsplit(":", 1)[-1])
-    if finding.location is not None and finding.method != "forward":
-        parts.append(f"method {finding.method}")
-    return f" (in {', '.join(parts)})" if parts else ""
+    elif finding.file and os.path.abspath(finding.file) != os.path.abspath(finding.location.file):
+        parts.append(os.path.basename(finding.file))
+    if finding.method != "forward":
+        parts.append(f"{finding.method}()")
+    return " ".join(parts)
 
 
 def _line(finding, options: ReportOptions) -> str:
-    mark = " [*]" if finding.fixable else ""
-    return f"{_where(finding, options)}: {finding.code}{mark} {finding.message}{_context(finding)}"
+    mark = f" {_paint('[*]', _CYAN, options)}" if finding.fixable else ""
+    context = qualifier(finding)
+    context = f" {context}:" if context else ""
+    sep = _paint(":", _CYAN, options)
+    return f"{_where(finding, options)}{sep} {_paint(finding.code, _RED, options)}{mark}{context} {finding.message}"
+
+
+def _full(finding, options: ReportOptions) -> list[str]:
+    """A finding's line, its source line and its detail, wrapped, then a blank line."""
+    lines = [_line(finding, options)]
+    loc = finding.location
+    if loc is not None and loc.code:
+        gutter = _paint(f"{loc.line} |", _CYAN, options)
+        lines.append(f"  {gutter} {loc.code.strip()}")
+    if finding.detail:
+        lines += textwrap.wrap(finding.detail, WIDTH, initial_indent="  ", subsequent_indent="  ",
+                               break_on_hyphens=False, break_long_words=False)
+    help_line = f"  help: `xferlint rule {finding.code}`" + (" (fixable with `xferlint fix`)" if finding.fixable else "")
+    return lines + [help_line, ""]
 
 
 def _statistics(report) -> list[str]:
@@ -88,5 +138,20 @@ def _transfers(t, options: ReportOptions) -> list[str]:
 
 
 def emit(report, options: ReportOptions) -> str:
-    body = _statistics(report) if options.statistics else [_line(f, options) for f in report.findings]
+    """The concise text (or `full` with `options.full`)."""
+    if options.statistics:
+        body = _statistics(report)
+    elif options.full:
+        body = [line for f in report.findings for line in _full(f, options)]
+    else:
+        body = [_line(f, options) for f in report.findings]
+    if options.quiet:
+        return "".join(line + "\n" for line in body)
     return "\n".join(body + _summary(report, options)) + "\n"
+
+
+def emit_full(report, options: ReportOptions) -> str:
+    """`--output-format full`."""
+    import dataclasses
+
+    return emit(report, dataclasses.replace(options, full=True))

@@ -9,13 +9,11 @@ only the view and the DeviceFacts; they never touch native graphs. Each rule car
 
 from __future__ import annotations
 
-from fractions import Fraction
-
 import importlib
 import os
 import pkgutil
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Callable, ClassVar, Iterable, Optional, Sequence
 
@@ -39,6 +37,8 @@ class Example:
     build: Callable[[], Any]
     expect: int
     description: str
+    # Other rules the example runs with (XF100 needs the findings a comment suppresses).
+    select: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -46,13 +46,17 @@ class RuleContext:
     program: ProgramView
     method: MethodView
     facts: DeviceFacts
+    # Memos of `locate` (per node, per value) and of operand positions in wide calls: the
+    # facts never change, and each finding locates every node of its path two or three
+    # times. Keyed by (node index, name) / value id, within this method.
+    _memo: dict = field(default_factory=dict, compare=False, repr=False)
 
     # -- describing nodes ---------------------------------------------------------
     def device_str(self, node: Node) -> Optional[str]:
         if node.kind == OpKind.DELEGATE:
-            return str(node.device) if node.device else "cpu"
+            return _device_text(node.device) if node.device else "cpu"
         device = self.facts.device(node.output)
-        return str(device) if isinstance(device, Device) else None
+        return _device_text(device) if isinstance(device, Device) else None
 
     def locate(self, node: Optional[Node]) -> Optional[SourceLocation]:
         """The node's own source line, else the nearest neighbour's that has one.
@@ -60,33 +64,70 @@ class RuleContext:
         Copy nodes and delegate calls carry no stack trace: an H2D is located at what
         consumes it (inside a delegate: the first op of its original graph that reads the
         value), a D2H at what produced its source (inside a delegate: the op that produced
-        that result), a delegate call at the getitem that carries its result.
+        that result), a delegate call at the getitem that carries its result. Memoised per
+        node, and the neighbour scans per value, so locating is linear in the program
+        however many readers or writers a value has.
         """
         if node is None or node.location is not None:
             return node.location if node is not None else None
+        key = ("node", node.index, node.name)
+        memo = self._memo
+        if key not in memo:
+            memo[key] = self._locate(node)
+        return memo[key]
+
+    def _locate(self, node: Node) -> Optional[SourceLocation]:
         if node.kind == OpKind.DELEGATE:
-            return self._first_located(r for vid in node.outputs for r in self.facts.readers(vid))
+            return next((loc for vid in node.outputs for loc in (self._located_reader(vid),) if loc), None)
         if node.kind in (OpKind.H2D, OpKind.TO_DEVICE):
-            consumers = self.facts.readers(node.output)
-            found = self._first_located(consumers)
+            found = self._located_reader(node.output)
             if found is None:
-                found = next((loc for c in consumers if c.kind == OpKind.DELEGATE
+                found = next((loc for c in self.facts.readers(node.output) if c.kind == OpKind.DELEGATE
                               for loc in (self._inside_reading(c, node.output) or self.locate(c),) if loc), None)
             if found is not None:
                 return found
         for vid in node.inputs:
-            for writer in self.facts.writers(vid):
-                inside = self._inside_writing(writer)
-                if inside is not None:
-                    return inside
-        return self._first_located(w for vid in node.inputs for w in self.facts.writers(vid))
+            inside = self._inside_written(vid)
+            if inside is not None:
+                return inside
+        return next((loc for vid in node.inputs for loc in (self._located_writer(vid),) if loc), None)
 
-    @staticmethod
-    def _inside_reading(delegate: Node, vid: Optional[str]) -> Optional[SourceLocation]:
+    def _cached(self, key: tuple, compute: Callable[[], Any]) -> Any:
+        memo = self._memo
+        if key not in memo:
+            memo[key] = compute()
+        return memo[key]
+
+    def _located_reader(self, vid: Optional[str]) -> Optional[SourceLocation]:
+        """The location of the first reader of `vid` that has one."""
+        return self._cached(("reader", vid), lambda: self._first_located(self.facts.readers(vid)))
+
+    def _located_writer(self, vid: str) -> Optional[SourceLocation]:
+        return self._cached(("writer", vid), lambda: self._first_located(self.facts.writers(vid)))
+
+    def _inside_written(self, vid: str) -> Optional[SourceLocation]:
+        """The first writer of `vid` that carries a delegate's result: the op inside that produced it."""
+        return self._cached(("inside", vid), lambda: next(
+            (loc for w in self.facts.writers(vid) for loc in (self._inside_writing(w),) if loc is not None), None))
+
+    def _position(self, node: Node, vid: str, outputs: bool) -> Optional[int]:
+        """Where `vid` first appears among `node`'s operands (or results); None if not at all.
+        One dict per node, so a delegate with 100,000 operands is not scanned once per operand."""
+        key = ("position", node.index, node.name, outputs)
+        positions = self._memo.get(key)
+        if positions is None:
+            positions = {}
+            for k, v in enumerate(node.outputs if outputs else node.inputs):
+                positions.setdefault(v, k)
+            self._memo[key] = positions
+        return positions.get(vid)
+
+    def _inside_reading(self, delegate: Node, vid: Optional[str]) -> Optional[SourceLocation]:
         """The line of the first op inside `delegate` (its original graph) that reads `vid`."""
-        if delegate.delegate is None or vid not in delegate.inputs:
+        if delegate.delegate is None or not delegate.delegate.input_readers or vid is None:
             return None
-        op = delegate.delegate.reader_of(delegate.inputs.index(vid))
+        position = self._position(delegate, vid, outputs=False)
+        op = delegate.delegate.reader_of(position) if position is not None else None
         return op.location if op is not None else None
 
     def _inside_writing(self, node: Node) -> Optional[SourceLocation]:
@@ -96,7 +137,9 @@ class RuleContext:
         writer = self.facts.writer(vid) if vid is not None else None
         if writer is None or writer.kind != OpKind.DELEGATE or writer.delegate is None:
             return None
-        op = writer.delegate.writer_of(writer.outputs.index(vid))
+        if not writer.delegate.output_writers:
+            return None
+        op = writer.delegate.writer_of(self._position(writer, vid, outputs=True))
         return op.location if op is not None else None
 
     @staticmethod
@@ -167,7 +210,7 @@ class RuleContext:
             devices=[s.device or "unknown" for s in steps],
             bytes=self.copies_bytes(copies) if copies else nbytes,
             location=_location(location),
-            file=os.path.abspath(self.program.file) if self.program.file else None,
+            file=self._cached(("file",), lambda: os.path.abspath(self.program.file) if self.program.file else None),
             fixable=rule.fix_applicability is not None,
             fix_applicability=rule.fix_applicability,
             steps=steps,
@@ -178,10 +221,24 @@ class RuleContext:
         )
 
 
+@lru_cache(maxsize=4096)
 def _location(loc: Optional[SourceLocation]) -> Optional[Location]:
+    """One (immutable) Location per distinct source location, shared by every step and finding."""
     if loc is None:
         return None
     return Location(file=loc.file, line=loc.line, column=loc.column, function=loc.function, code=loc.code)
+
+
+def _round_half_even(numerator: int, denominator: int) -> int:
+    """round(numerator / denominator), ties to even, exactly (no float, no Fraction)."""
+    quotient, remainder = divmod(numerator, denominator)
+    twice = 2 * remainder
+    return quotient + (twice > denominator or (twice == denominator and quotient % 2 == 1))
+
+
+@lru_cache(maxsize=256)
+def _device_text(device: Device) -> str:
+    return str(device)
 
 
 def format_bytes(nbytes: Optional[int]) -> str:
@@ -193,7 +250,7 @@ def format_bytes(nbytes: Optional[int]) -> str:
     # integer arithmetic to the end: a byte count can exceed what a float holds
     for power, unit in enumerate(("KiB", "MiB", "GiB", "TiB", "PiB", "EiB"), start=1):
         if nbytes < 1024 ** (power + 1) or unit == "EiB":
-            tenths = round(Fraction(nbytes * 10, 1024**power))  # half to even, as '%.1f' rounds
+            tenths = _round_half_even(nbytes * 10, 1024**power)  # as '%.1f' rounds
             if tenths >= 10240 and unit != "EiB":
                 continue  # rounds up to the next unit
             return f"{tenths // 10}.{tenths % 10} {unit}"
@@ -213,6 +270,12 @@ class Rule:
 
     def check(self, ctx: RuleContext) -> Iterable[Finding]:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def check_suppressions(self, record: Any) -> Iterable[Finding]:
+        """Findings about suppression comments, once per run after every program was
+        analysed: `record` (`xferlint.suppression.Record`) holds what each comment
+        suppressed and the source files of the programs. Only XF100 has any."""
+        return ()
 
     # -- documentation, from the docstring ------------------------------------------
     @classmethod

@@ -10,6 +10,7 @@ from xferlint.analyzer.facts import DeviceFacts
 from xferlint.analyzer.lattice import CPU
 from xferlint.analyzer.view import Node, OpKind
 from xferlint.rules._patterns import is_aten_copy, tick
+from xferlint.rules import _words as words
 from xferlint.rules.base import Example, Rule, RuleContext, format_bytes
 
 # Nodes whose result is fixed when all their operands are: computed on host, no effects.
@@ -173,7 +174,9 @@ class ConstantTransfer(Rule):
         names = [_constant_words(facts, c) for c in origin.constants]
         if not origin.computed:
             what = names[0] if len(names) == 1 else ", ".join(names)
-            message = (
+            message = (f"{what} is copied cpu -> {h2d.device} every call, unchanged: "
+                       f"{format_bytes(ctx.copies_bytes([h2d]))} per call")
+            detail = (
                 f"{tick(h2d.name)} copies {what} ({format_bytes(nbytes)}) from host to {h2d.device}{target} "
                 f"on every call, though its bytes never change. " + (
                     f"Register it on {h2d.device} (move the module with `.to()` after creating it), or move "
@@ -186,7 +189,11 @@ class ConstantTransfer(Rule):
             last = origin.computed[-1]
             made = (f"is computed on host from {', '.join(names)} alone" if names
                     else "builds the same tensor on host on every call (it reads no input)")
-            message = (
+            short = (f"computed on host from {', '.join(names)} alone" if names
+                     else "built on host from no input")
+            message = (f"{words.at(ctx, last)} is {short}, copied to {h2d.device} every call: "
+                       f"{format_bytes(ctx.copies_bytes([h2d]))} per call")
+            detail = (
                 f"{ctx.describe(last)} {made}, and {tick(h2d.name)} copies the same "
                 f"{format_bytes(nbytes)} to {h2d.device}{target} on every call. Compute it once: register "
                 f"it as a buffer or fold it into the weights, and let the partitioner absorb it into the "
@@ -195,7 +202,7 @@ class ConstantTransfer(Rule):
             anchor = last
         path = [(c, "constant") for c in origin.constants] + [(n, "host-op") for n in origin.computed]
         path += [(h2d, "h2d")] + [(c, "consumer") for c in consumers[:1]]
-        return ctx.finding(self, message, path, anchor=anchor, copies=[h2d])
+        return ctx.finding(self, message, path, anchor=anchor, copies=[h2d], detail=detail)
 
 
 def _constant_words(facts: DeviceFacts, node: Node) -> str:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import partial
 
+from xferlint.findings import Applicability
 from xferlint.rules._patterns import is_aten_copy, round_trips, tick
+from xferlint.rules import _words as words
 from xferlint.rules.base import Example, Rule, format_bytes
 
 
@@ -12,6 +15,12 @@ def _build(devices, **kwargs):
     from xferlint.testing.models import lowered
 
     return lowered("AddSin", devices, **kwargs)
+
+
+def _sample(name):
+    from xferlint.testing.aten import sample_pt2
+
+    return sample_pt2(name)
 
 
 class CrossDeviceStaging(Rule):
@@ -38,7 +47,14 @@ class CrossDeviceStaging(Rule):
     ## Use instead
     Put producer and consumer on one device when the model allows it (assign both
     partitions the same `target_device`), or accept the move knowingly and keep it off the
-    hot path. There is no automatic fix: the staging is the only correct lowering.
+    hot path. In an ExecuTorch program the staging is the only correct lowering. In a
+    torch.export program, copy device to device: `x.to("cuda:1")`, not `x.cpu().to("cuda:1")`.
+
+    ## Fix safety
+    Safe, on torch.export programs saved as `.pt2`: the second `.to()` reads the device
+    value itself (one direct device-to-device copy of the same dtype and shape) and the
+    `.cpu()` is removed once nothing else reads it. On ExecuTorch programs, which have no
+    device-to-device copy, the finding is report-only.
 
     ## References
     - ExecuTorch `PropagateDevicePass` (cross-device pairs are kept on purpose)
@@ -46,10 +62,13 @@ class CrossDeviceStaging(Rule):
 
     code = "XF002"
     name = "cross-device-staging"
+    fix_applicability = Applicability.SAFE  # torch.export (ATen) copies only; see check()
     examples = (
         Example(partial(_build, ["cuda:0", "cuda:1"]), 1, "cuda:0 -> host -> cuda:1"),
         Example(partial(_build, ["cuda:0", "cuda:0"], elide=False), 0,
                 "a same-device round trip is XF001, not XF002"),
+        Example(partial(_sample, "staging"), 1, "torch.export: `.cpu().to(\"cuda:1\")` (fixable)"),
+        Example(partial(_sample, "staging_ok"), 0, "torch.export: one direct `.to(\"cuda:1\")`"),
     )
 
     def check(self, ctx):
@@ -59,7 +78,7 @@ class CrossDeviceStaging(Rule):
             nbytes = ctx.facts.nbytes(trip.value)
             consumer = trip.consumers[0] if trip.consumers else None
             target = f" for {ctx.describe(consumer)}" if consumer else ""
-            message = (
+            detail = (
                 f"{tick(trip.value)} moves from {trip.source} to {trip.target} through host memory"
                 f"{target}: {tick(trip.d2h.name)} copies {format_bytes(nbytes)} to host and "
                 f"{tick(trip.h2d.name)} copies them on to {trip.target}, twice across the bus per call. "
@@ -68,4 +87,13 @@ class CrossDeviceStaging(Rule):
                    "ExecuTorch has no device-to-device copy; if both partitions can run on one device, "
                    "give them the same target_device.")
             )
-            yield ctx.finding(self, message, trip.path(), anchor=trip.producer or trip.h2d, copies=[trip.d2h, trip.h2d])
+            message = (f"{words.value_subject(ctx, trip.value)} goes {trip.source} -> cpu -> {trip.target}: "
+                       f"{format_bytes(ctx.copies_bytes([trip.d2h, trip.h2d]))} per call")
+            if not is_aten_copy(trip.h2d):  # ExecuTorch has no device-to-device copy: report only
+                yield replace(ctx.finding(self, message, trip.path(), anchor=trip.producer or trip.h2d,
+                                          copies=[trip.d2h, trip.h2d], detail=detail),
+                              fixable=False, fix_applicability=None)
+                continue
+            alone = len(ctx.facts.readers(trip.d2h.output)) == 1 and not ctx.facts.is_output(trip.d2h.output)
+            yield ctx.finding(self, message, trip.path(), anchor=trip.producer or trip.h2d,
+                              copies=[trip.d2h, trip.h2d], removes=[trip.d2h] if alone else [], detail=detail)

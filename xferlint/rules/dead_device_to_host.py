@@ -8,6 +8,7 @@ from xferlint.analyzer.lattice import Device
 from xferlint.analyzer.view import OpKind
 from xferlint.findings import Applicability
 from xferlint.rules._patterns import tick
+from xferlint.rules import _words as words
 from xferlint.rules.base import Example, Rule, format_bytes
 
 
@@ -80,11 +81,16 @@ class DeadDeviceToHost(Rule):
                 else f"its only readers ({', '.join(tick(r.name) for r in readers[:3])}) produce nothing that is used"
             )
             nbytes = facts.nbytes(out) or facts.nbytes(source)
-            message = (
+            detail = (
                 f"{tick(node.name)} copies {tick(source or '?')} ({format_bytes(nbytes)}){where} to host on "
                 f"every call, but {why}. Remove the copy, or run dead-code "
                 f"elimination after the pass that rewired its users."
             )
             producer = facts.writer(source)
             path = ([(producer, "producer")] if producer is not None else []) + [(node, "d2h")]
-            yield ctx.finding(self, message, path, anchor=producer or node, copies=[node], removes=[node])
+            never = "never read" if not readers else "its readers unused"
+            message = (f"{words.value_subject(ctx, source)} is copied {device if where else 'off the device'} -> cpu, "
+                       f"{never}: "
+                       f"{format_bytes(ctx.copies_bytes([node]))} per call")
+            yield ctx.finding(self, message, path, anchor=producer or node, copies=[node], removes=[node],
+                              detail=detail)

@@ -23,7 +23,8 @@ from xferlint.analyzer.lattice import CONFLICT, CPU, Device
 from xferlint.analyzer.view import Node, OpKind
 from xferlint.findings import Severity
 from xferlint.rules._patterns import tick
-from xferlint.rules.base import Example, Rule, RuleContext
+from xferlint.rules import _words as words
+from xferlint.rules.base import Example, Rule, RuleContext, format_bytes
 
 _DECLARED_KINDS = frozenset({OpKind.COMPUTE, OpKind.ALIAS, OpKind.GETITEM, OpKind.MOVE})
 
@@ -186,12 +187,16 @@ class DeviceMismatch(Rule):
         writers = [facts.writer(v) for v, _ in bad]
         operands = _grouped(bad)
         tagged = [v for v, _ in bad if (facts.value(v) and facts.value(v).spec_device is not None)]
-        message = (
+        nbytes = _sum_bytes(facts, [v for v, _ in bad])
+        sized = f" ({format_bytes(nbytes)})" if nbytes is not None else ""
+        who = words.at(ctx, node)
+        message = f"{who} on {expected} reads {_short_grouped(ctx, bad, who)}, no copy{sized}"
+        detail = (
             f"{ctx.describe(node)} runs on {expected} but reads {operands} with no copy to {expected}: "
             f"the delegate would be handed memory on the wrong device."
         )
         if tagged:
-            message += (
+            detail += (
                 f" {', '.join(tick(v) for v in tagged)} {'is' if len(tagged) == 1 else 'are'} tagged "
                 f"{facts.value(tagged[0]).spec_device} (TensorSpec.device) but planned in host memory: "
                 f"ExecuTorch's legacy mode (`enable_non_cpu_memory_planning=False`) tags a device delegate's "
@@ -199,27 +204,29 @@ class DeviceMismatch(Rule):
                 f"`ExecutorchBackendConfig(enable_non_cpu_memory_planning=True)` (the default since 1.4)."
             )
         elif node.scope:
-            message += (
+            detail += (
                 f" It sits in the control-flow body `{node.scope}`, and ExecuTorch's PropagateDevicePass "
                 f"walks only the top-level graph: a delegate in a `cond` branch or `map` body gets no H2D "
                 f"for its inputs and no D2H for its outputs. Partition only the top-level graph for device "
                 f"backends, or run this body on the host."
             )
         else:
-            message += f" Copy the operand to {expected} before the delegate (as PropagateDevicePass does)."
+            detail += f" Copy the operand to {expected} before the delegate (as PropagateDevicePass does)."
         path = [(w, "producer") for w in writers if w is not None] + [(node, "consumer")]
-        return ctx.finding(self, message, path, _sum_bytes(facts, [v for v, _ in bad]), anchor=node)
+        return ctx.finding(self, message, path, nbytes, anchor=node, detail=detail)
 
     def _operands(self, ctx: RuleContext, node: Node, operands: list[tuple[str, Device]]):
         facts = ctx.facts
         listed = ", ".join(f"{tick(v)} on {d}" for v, d in operands)
-        message = (
+        short = ", ".join(f"{words.value_subject(ctx, v)} on {d}" for v, d in operands[:3])
+        message = f"{words.at(ctx, node)} reads operands on different devices ({short})"
+        detail = (
             f"{ctx.describe(node)} reads {listed}: no kernel reads operands on two devices, so this op "
             f"reads garbage or faults. Copy the operands to one device before it (`.to(device)` in the model)."
         )
         writers = [facts.writer(v) for v, _ in operands]
         path = [(w, "producer") for w in writers if w is not None] + [(node, "consumer")]
-        return ctx.finding(self, message, path, None, anchor=node)
+        return ctx.finding(self, message, path, None, anchor=node, detail=detail)
 
     def _declared(self, ctx: RuleContext, node: Node, vid: str):
         facts = ctx.facts
@@ -228,7 +235,9 @@ class DeviceMismatch(Rule):
         inferred = facts.device(vid)
         if node.kind in (OpKind.INPUT, OpKind.CONSTANT):
             what = "method input" if node.kind == OpKind.INPUT else "constant"
-            message = (
+            named = words.input_name(node) if node.kind == OpKind.INPUT else words.constant_name(ctx, node)
+            message = f"{named} is tagged {recorded} but its data is in {inferred} memory (legacy memory planning)"
+            detail = (
                 f"{what} {tick(vid)} is tagged {recorded} (TensorSpec.device) but its data is in host memory "
                 f"({inferred}): ExecuTorch's legacy mode (`enable_non_cpu_memory_planning=False`) tags "
                 f"specs without inserting copies or planning device memory. Lower with "
@@ -239,7 +248,9 @@ class DeviceMismatch(Rule):
             sources = [(v, facts.device(v)) for v in node.inputs if isinstance(facts.device(v), Device)
                        and facts.device(v) == inferred]
             because = f" because it reads {', '.join(f'{tick(v)} on {d}' for v, d in sources[:3])}" if sources else ""
-            message = (
+            message = (f"{words.subject(ctx, node)} is declared on {recorded} but its data lives on {inferred}, "
+                       "with no copy between them")
+            detail = (
                 f"{ctx.describe(node)} is declared on {recorded} (TensorSpec.device) but its data lives on "
                 f"{inferred}{because}, with no copy between them: the runtime plans its memory and "
                 f"picks kernels by the declaration. Insert the missing copy, or fix the pass that tagged it."
@@ -247,7 +258,7 @@ class DeviceMismatch(Rule):
             writers = [facts.writer(v) for v, _ in sources[:3]]
             path = [(w, "producer") for w in writers if w is not None] + [(node, "value")]
         nbytes = value.tensor.nbytes if value is not None and value.tensor is not None else None
-        return ctx.finding(self, message, path, nbytes, anchor=node)
+        return ctx.finding(self, message, path, nbytes, anchor=node, detail=detail)
 
     def _merges(self, ctx: RuleContext, tainted: set[str]):
         """Control-flow results written on several paths with different devices."""
@@ -268,13 +279,16 @@ class DeviceMismatch(Rule):
             if len(set(devices)) < 2:
                 continue
             listed = ", ".join(f"{tick(s)} on {d}" for (_, s), d in zip(sources, devices))
-            message = (
+            devices_text = ", ".join(dict.fromkeys(str(d) for d in devices))
+            message = (f"{words.at(ctx, writers[0])}: the control-flow paths return it on different devices "
+                       f"({devices_text})")
+            detail = (
                 f"{tick(vid)} is written on several control-flow paths with tensors on different devices "
                 f"({listed}): after the branch, no single device holds it. Make every branch return its "
                 f"result on one device."
             )
             path = [(w, "merge") for w in writers]
-            yield ctx.finding(self, message, path, None, anchor=writers[0])
+            yield ctx.finding(self, message, path, None, anchor=writers[0], detail=detail)
 
 
 def _grouped(pairs: list[tuple[str, Device]]) -> str:
@@ -287,6 +301,17 @@ def _grouped(pairs: list[tuple[str, Device]]) -> str:
         joined = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
         parts.append(f"{joined} from {device}")
     return ", ".join(parts)
+
+
+def _short_grouped(ctx: RuleContext, pairs: list[tuple[str, Device]], reader: str) -> str:
+    """`input `x` and input `y` from cpu`, at most three operands named (`an operand` when
+    its words are the reader's own: both on one source line)."""
+    by_device: dict[str, list[str]] = {}
+    for vid, device in pairs[:3]:
+        named = words.value_subject(ctx, vid)
+        by_device.setdefault(str(device), []).append("an operand" if named == reader else named)
+    more = f" and {len(pairs) - 3} more" if len(pairs) > 3 else ""
+    return ", ".join(f"{' and '.join(names)} from {device}" for device, names in by_device.items()) + more
 
 
 def _declared_mismatch(facts: DeviceFacts, vid: str) -> bool:

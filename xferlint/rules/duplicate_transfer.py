@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Iterator, Optional
@@ -11,6 +12,7 @@ from xferlint.analyzer.lattice import CPU, Device
 from xferlint.analyzer.view import Node, OpKind
 from xferlint.findings import Applicability
 from xferlint.rules._patterns import round_trip_at, tick
+from xferlint.rules import _words as words
 from xferlint.rules.base import Example, Rule, format_bytes
 
 # Node kinds whose operands a fix may rewrite in place; control-flow operands and the
@@ -43,43 +45,69 @@ def copy_target(node: Node) -> Optional[Device]:
 def duplicate_copies(facts: DeviceFacts) -> Iterator[DuplicateCopy]:
     """Every copy that repeats an earlier one: same kind, same source value, same target
     device, and the earlier copy has always run, on the same bytes, when the later one
-    runs (see `_always_before`). Same-device round trips are XF001's, not ours."""
-    earlier: dict[tuple, list[Node]] = {}
+    runs (see `_Earlier.first_before`). Same-device round trips are XF001's, not ours.
+
+    One pass in program order: per (kind, scope, source, target) the earlier copies that
+    found no first of their own, and per value the last node that wrote it so far; each
+    copy finds its first by a binary search, so the pass is O(N log N) however many copies
+    share a source (pairing each copy with every earlier one, scanning the nodes between,
+    was cubic on a `.pte` whose source is written between its copies)."""
+    cfg = facts.method.cfg
+    earlier: dict[tuple, _Earlier] = {}
+    last_write: dict[str, int] = {}  # value -> the latest node that wrote it (CFG views only)
     for node in facts.method.nodes:
         target = copy_target(node)
-        if target is None or len(node.inputs) != 1 or len(node.outputs) != 1:
-            continue
-        key = (node.kind, node.scope, node.inputs[0], target)
-        first = next((e for e in earlier.get(key, ()) if _always_before(facts, e, node)), None)
-        if first is None:
-            earlier.setdefault(key, []).append(node)
-            continue
-        if node.kind == OpKind.H2D:
-            trip = round_trip_at(facts, node)
-            if trip is not None and trip.same_device:
-                continue  # XF001 removes both copies; reusing one would hide that
-        yield DuplicateCopy(first=first, duplicate=node, value=node.inputs[0], device=target)
+        if target is not None and len(node.inputs) == 1 and len(node.outputs) == 1:
+            key = (node.kind, node.scope, node.inputs[0], target)
+            seen = earlier.get(key)
+            first = seen.first_before(facts, node, last_write) if seen is not None else None
+            if first is None:
+                earlier.setdefault(key, _Earlier()).add(facts, node)
+            elif node.kind != OpKind.H2D or not _same_device_trip(facts, node):
+                yield DuplicateCopy(first=first, duplicate=node, value=node.inputs[0], device=target)
+        if cfg is not None:
+            for vid in node.outputs:
+                last_write[vid] = node.index
 
 
-def _always_before(facts: DeviceFacts, first: Node, later: Node) -> bool:
-    """Whether `first` runs, on the same source bytes, every time `later` runs, and its
-    result is still there for `later`'s readers.
+def _same_device_trip(facts: DeviceFacts, h2d: Node) -> bool:
+    trip = round_trip_at(facts, h2d)
+    return trip is not None and trip.same_device  # XF001 removes both copies; reusing one would hide that
+
+
+class _Earlier:
+    """The earlier copies of one (kind, scope, source, target), in program order.
 
     Graph views are SSA with control flow inlined per body: two copies in the same body
-    (`scope`) run together, in order. Views with a CFG (`.pte` slots) must show it: both in
-    one basic block, no write of the source in between, one writer of the first's result.
-    """
-    if first.scope != later.scope:
-        return False
-    cfg = facts.method.cfg
-    if cfg is None:
-        return True
-    if cfg.block_of[first.index] != cfg.block_of[later.index]:
-        return False
-    between = facts.method.nodes[first.index + 1:later.index]
-    if any(later.inputs[0] in n.outputs for n in between):
-        return False
-    return facts.writers(first.output) == [first]
+    (`scope`, part of the key) run together, in order, so the first of them is the first.
+    Views with a CFG (`.pte` slots) must show that the first copy runs, on the same source
+    bytes, every time the later one runs, and that its result is still there for the later
+    one's readers: both in one basic block, no write of the source in between, one writer
+    of the first's result. The first two conditions are a lower bound on the first's index
+    (the block's first node, the source's last write before the later copy); the third is
+    a property of the copy alone, so only copies that have it are searched."""
+
+    __slots__ = ("nodes", "single", "single_index")
+
+    def __init__(self) -> None:
+        self.nodes: list[Node] = []
+        self.single: list[Node] = []  # copies whose result has no other writer
+        self.single_index: list[int] = []
+
+    def add(self, facts: DeviceFacts, node: Node) -> None:
+        self.nodes.append(node)
+        if facts.method.cfg is not None and len(facts.writers(node.output)) == 1:
+            self.single.append(node)
+            self.single_index.append(node.index)
+
+    def first_before(self, facts: DeviceFacts, later: Node, last_write: dict[str, int]) -> Optional[Node]:
+        cfg = facts.method.cfg
+        if cfg is None:
+            return self.nodes[0] if self.nodes else None
+        block_start = cfg.blocks[cfg.block_of[later.index]][0]
+        bound = max(block_start, last_write.get(later.inputs[0], -1))
+        k = bisect_left(self.single_index, bound)
+        return self.single[k] if k < len(self.single) else None
 
 
 def sharing_blocker(facts: DeviceFacts, dup: DuplicateCopy) -> Optional[str]:
@@ -214,7 +242,7 @@ class DuplicateTransfer(Rule):
                 else f"Reuse {tick(dup.first.name)} by hand once that is sorted out (no automatic fix: "
                 f"{sharing_blocker(facts, dup)})"
             )
-            message = (
+            detail = (
                 f"{tick(dup.value)} is copied to {dup.device} twice per call: {tick(dup.first.name)} already "
                 f"holds it there, and {tick(dup.duplicate.name)} copies the same "
                 f"{format_bytes(nbytes)} again{consumer}. {advice}, or let one partition take both consumers."
@@ -223,8 +251,10 @@ class DuplicateTransfer(Rule):
             producer = facts.writer(dup.value)
             if producer is not None:
                 path.insert(0, (producer, "producer"))
+            message = (f"{words.value_subject(ctx, dup.value)} is copied to {dup.device} again: "
+                       f"{format_bytes(ctx.copies_bytes([dup.duplicate]))} per call")
             finding = ctx.finding(self, message, path, anchor=dup.duplicate, copies=[dup.duplicate],
-                                  removes=[dup.duplicate] if fix is not None else ())
+                                  removes=[dup.duplicate] if fix is not None else (), detail=detail)
             if fix != self.fix_applicability:
                 finding = replace(finding, fixable=fix is not None, fix_applicability=fix)
             yield finding

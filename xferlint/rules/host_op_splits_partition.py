@@ -21,6 +21,7 @@ from xferlint.analyzer.facts import DeviceFacts
 from xferlint.analyzer.lattice import CPU, Device
 from xferlint.analyzer.view import Node, OpKind
 from xferlint.rules._patterns import tick
+from xferlint.rules import _words as words
 from xferlint.rules.base import Example, Rule, RuleContext, format_bytes
 
 HOST_OP_KINDS = frozenset({OpKind.COMPUTE, OpKind.ALIAS, OpKind.GETITEM})
@@ -51,17 +52,26 @@ def host_segments(facts: DeviceFacts) -> list[HostSegment]:
     """Every host segment of the method, for every device, in program order."""
     nodes = facts.method.nodes
     devices = sorted({n.device for n in nodes if n.kind == OpKind.H2D and n.device and not n.device.is_host})
+    if not devices:
+        return []
+    # One pass for every device: the host ops, and the copies leaving and entering each device.
+    host = {n.index for n in nodes if is_host_op(n, facts)}
+    d2hs: dict[Device, list[Node]] = {}
+    h2ds: dict[Device, list[Node]] = {}
+    for n in nodes:
+        if n.kind == OpKind.D2H and n.inputs:
+            d2hs.setdefault(facts.device(n.inputs[0]), []).append(n)
+        elif n.kind == OpKind.H2D and n.device is not None and n.inputs:
+            h2ds.setdefault(n.device, []).append(n)
     segments: list[HostSegment] = []
     for device in devices:
-        segments.extend(_segments_for(facts, device))
+        segments.extend(_segments_for(facts, device, host, d2hs.get(device, []), h2ds.get(device, [])))
     return sorted(segments, key=lambda s: (s.host_ops[0].index, str(s.device)))
 
 
-def _segments_for(facts: DeviceFacts, device: Device) -> list[HostSegment]:
+def _segments_for(facts: DeviceFacts, device: Device, host: set[int], d2hs: list[Node],
+                  h2ds: list[Node]) -> list[HostSegment]:
     nodes = facts.method.nodes
-    host = {n.index for n in nodes if is_host_op(n, facts)}
-    d2hs = [n for n in nodes if n.kind == OpKind.D2H and n.inputs and facts.device(n.inputs[0]) == device]
-    h2ds = [n for n in nodes if n.kind == OpKind.H2D and n.device == device and n.inputs]
 
     def sees(reader: Node, vid: str, writer: Node) -> bool:
         """Whether `reader`'s read of `vid` can see `writer`'s write (always in SSA views;
@@ -252,7 +262,7 @@ class HostOpSplitsPartition(Rule):
                 f"{'it' if len(kinds) == 1 else 'them'} and the partition stays whole, or move the op before the "
                 f"first or after the last {seg.device} partition."
             )
-        message = (
+        detail = (
             f"{values} (from {before}) leave{'s' if len(seg.d2hs) == 1 else ''} {seg.device} for {what} "
             f"{ops}, and the result comes back to {seg.device} for {after}: "
             f"{_subject(plural, bool(cpu_delegates))} one {seg.device} partition in two, moving "
@@ -262,8 +272,24 @@ class HostOpSplitsPartition(Rule):
         path = ([(p, "producer") for p in producers] + [(d, "d2h") for d in seg.d2hs]
                 + [(n, "host-op") for n in seg.host_ops] + [(h, "h2d") for h in seg.h2ds]
                 + [(c, "consumer") for c in consumers])
+        message = (f"{_short_ops(ctx, seg.host_ops, cpu_delegates)} split{'' if plural else 's'} a "
+                   f"{seg.device} partition: "
+                   f"{format_bytes(ctx.copies_bytes(list(seg.d2hs) + list(seg.h2ds)))} per call")
         return ctx.finding(self, message, path, anchor=_first_located(ctx, seg.host_ops),
-                           location=_first_location(seg.host_ops), copies=list(seg.d2hs) + list(seg.h2ds))
+                           location=_first_location(seg.host_ops), copies=list(seg.d2hs) + list(seg.h2ds),
+                           detail=detail)
+
+
+def _short_ops(ctx: RuleContext, nodes, cpu_delegates) -> str:
+    """The host side of a split in a few words, by the ops' user-facing names (the line it is
+    reported at is the first host op's): `host op aten.cumsum`, `the XnnpackBackend delegate
+    (aten._softmax)`, `3 host ops (aten.cumsum, aten.sort, ...)`."""
+    kinds = ", ".join(_op_kinds(nodes)[:2]) + (", ..." if len(_op_kinds(nodes)) > 2 else "")
+    if len(nodes) > 1:
+        return f"{len(nodes)} host ops ({kinds})"
+    if cpu_delegates:
+        return f"{words.op_name(nodes[0])} ({kinds})" if kinds else words.op_name(nodes[0])
+    return f"host op {kinds or words.op_name(nodes[0])}"
 
 
 def _subject(plural: bool, delegates: bool) -> str:

@@ -8,6 +8,7 @@ from typing import Optional
 from xferlint.analyzer.lattice import Device
 from xferlint.analyzer.view import Node, OpKind
 from xferlint.rules._patterns import tick
+from xferlint.rules import _words as words
 from xferlint.rules.base import Example, Rule, RuleContext
 
 
@@ -82,11 +83,12 @@ class HostSync(Rule):
             if found is None:
                 continue
             value, device, why, way_out = found
-            message = (f"{ctx.describe(node)} makes the host wait for {tick(value)} on {device}: {why}. "
+            message = f"{words.at(ctx, node)} waits on {device}: {_short_why(why)}"
+            detail = (f"{ctx.describe(node)} makes the host wait for {tick(value)} on {device}: {why}. "
                        f"{way_out}")
             producer = ctx.facts.writer(value)
             path = ([(producer, "producer")] if producer is not None else []) + [(node, "sync")]
-            yield ctx.finding(self, message, path, anchor=node)
+            yield ctx.finding(self, message, path, anchor=node, detail=detail)
 
     @staticmethod
     def _device(ctx: RuleContext, vid: str) -> Optional[Device]:
@@ -122,3 +124,15 @@ class HostSync(Rule):
             return (source, device, f"`{op}` reads a device tensor into a host value",
                     "Keep the computation on the device, or move it off the hot path.")
         return None
+
+
+def _short_why(why: str) -> str:
+    """The reason in a few words: `aten.item copies a scalar to host`."""
+    op = why.split("`")[1] if why.count("`") >= 2 else "the op"
+    if "copies the scalar" in why:
+        return "`.item()` copies a scalar to host"
+    if "depends on the data" in why:
+        return f"{op} has a data-dependent size"
+    if "boolean mask" in why:
+        return "boolean-mask indexing has a data-dependent size"
+    return f"{op} reads a device tensor into a host value"

@@ -18,6 +18,7 @@ from xferlint.analyzer.facts import DeviceFacts
 from xferlint.analyzer.lattice import Device
 from xferlint.analyzer.view import Node, OpKind, SourceLocation
 from xferlint.rules._patterns import tick
+from xferlint.rules import _words as words
 from xferlint.rules.base import Example, Rule, RuleContext, format_bytes
 
 _WRITE_BACK_OPS = frozenset({"aten.copy_.default", "aten.copy_.out", "aten.copy.out"})
@@ -232,7 +233,10 @@ class MutableStateRoundTrip(Rule):
         where = f" (written at line {location.line}: `{location.code}`)" if location and location.code else ""
         symbolic = (" (the shapes are symbolic: the bytes are known only at run time)"
                     if None in (to_device, back) else "")
-        message = (
+        total = ctx.copies_bytes(list(state.h2ds) + list(state.d2hs))
+        message = (f"mutable buffer {name} round-trips cpu -> {state.device} -> cpu: "
+                   f"{format_bytes(total)} per call")
+        detail = (
             f"buffer {name}{where} is state the {state.device} partition does not own: {delegates} reads it "
             f"through {len(state.h2ds)} H2D and returns its new value through {len(state.d2hs)} D2H, written "
             f"back into host memory, moving {format_bytes(to_device)} to {state.device} and "
@@ -246,4 +250,4 @@ class MutableStateRoundTrip(Rule):
                 + [(h, "h2d") for h in state.h2ds] + [(d, "delegate") for d in state.delegates]
                 + [(d, "d2h") for d in state.d2hs] + [(w, "write-back") for w in state.write_backs])
         return ctx.finding(self, message, path, anchor=state.write_backs[0], location=location,
-                           copies=list(state.h2ds) + list(state.d2hs))
+                           copies=list(state.h2ds) + list(state.d2hs), detail=detail)

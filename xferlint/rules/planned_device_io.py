@@ -7,6 +7,7 @@ from functools import partial
 from xferlint.analyzer.lattice import Device
 from xferlint.findings import Severity
 from xferlint.rules._patterns import tick
+from xferlint.rules import _words as words
 from xferlint.rules.base import Example, Rule, format_bytes
 
 
@@ -116,10 +117,12 @@ class PlannedDeviceIO(Rule):
                 if node is None:
                     continue
                 nbytes = p.nbytes if p.nbytes is not None else value.tensor.nbytes
-                message = (
+                message = (f"method {role} {position} stays on {tag} for the caller but is also planned in "
+                           f"{where}: a host memcpy of {format_bytes(nbytes)} on device memory")
+                detail = (
                     f"method {role} {position} ({tick(vid)}) stays on {tag} for the caller ({who}) but is also "
                     f"memory planned in {where} at offset {p.offset}: the runtime copies the caller's "
                     f"{format_bytes(nbytes)} {direction} the planned buffer with a host memcpy, which crashes "
                     f"on device memory. Lower with `MemoryPlanningPass({switch})` as {who} requires."
                 )
-                yield ctx.finding(self, message, [(node, role)], nbytes, anchor=node)
+                yield ctx.finding(self, message, [(node, role)], nbytes, anchor=node, detail=detail)

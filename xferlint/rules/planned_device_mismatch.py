@@ -8,6 +8,7 @@ from xferlint.analyzer.lattice import Device
 from xferlint.analyzer.view import OpKind
 from xferlint.findings import Severity
 from xferlint.rules._patterns import tick
+from xferlint.rules import _words as words
 from xferlint.rules.base import Example, Rule, format_bytes
 
 
@@ -92,7 +93,9 @@ class PlannedDeviceMismatch(Rule):
                 continue
             writer = writers[0]
             nbytes = placement.nbytes if placement.nbytes is not None else value.tensor.nbytes
-            message = (
+            message = (f"{words.at(ctx, writer)} writes {inferred} data into {buffer} buffer "
+                       f"{placement.buffer} at {placement.offset}: {format_bytes(nbytes)}")
+            detail = (
                 f"{tick(vid)} holds {inferred} data (written by {ctx.describe(writer)}, declared {tag}) but is "
                 f"planned in buffer {placement.buffer} at offset {placement.offset}, which the program "
                 f"allocates on {buffer} ({_why(buffers)}): {format_bytes(nbytes)} of {inferred} data "
@@ -101,7 +104,7 @@ class PlannedDeviceMismatch(Rule):
                 f"buffers, or fix the memory-planning pass that placed it."
             )
             path = [(w, "producer") for w in writers[:3]]
-            yield ctx.finding(self, message, path, nbytes, anchor=writer)
+            yield ctx.finding(self, message, path, nbytes, anchor=writer, detail=detail)
 
 
 def _why(buffers) -> str:

@@ -8,6 +8,7 @@ from typing import ClassVar, Optional
 
 from xferlint.analyzer.summary import copies
 from xferlint.rules._patterns import tick
+from xferlint.rules import _words as words
 from xferlint.rules.base import Example, Rule, RuleContext, format_bytes
 
 _SHOWN = 3  # largest copies named in a message
@@ -97,6 +98,10 @@ class TransferBudget(Rule):
         symbolic = len(found) - len(sized)
         unknown = f" (plus {symbolic} cop{'y' if symbolic == 1 else 'ies'} of symbolic size)" if symbolic else ""
         message = (
+            f"method `{ctx.method.name}` moves {format_bytes(ctx.copies_bytes([c.node for c in sized]))} per call "
+            f"({len(h2d)} H2D, {len(d2h)} D2H){unknown}, over its {format_bytes(budget)} budget"
+        )
+        detail = (
             f"method `{ctx.method.name}` moves {format_bytes(total)} across the bus per call "
             f"({len(h2d)} H2D: {format_bytes(sum(c.nbytes for c in h2d))}, {len(d2h)} D2H: "
             f"{format_bytes(sum(c.nbytes for c in d2h))}){unknown}, over its budget of {format_bytes(budget)} "
@@ -104,4 +109,5 @@ class TransferBudget(Rule):
             f"other findings and the summary's fixable savings) or raise `max-transfer-bytes` knowingly."
         )
         path = [(c.node, c.direction) for c in largest]
-        yield ctx.finding(self, message, path, anchor=largest[0].node, copies=[c.node for c in sized])
+        yield ctx.finding(self, message, path, anchor=largest[0].node, copies=[c.node for c in sized],
+                          detail=detail)

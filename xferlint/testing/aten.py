@@ -37,13 +37,17 @@ def _catalog():
 
 JSON_EDITED = frozenset({"nonzero", "nonzero_ok", "mask"})  # abort on fake cuda: edited after export
 HOST_INPUTS = {"duplicate": (1,), "duplicate_ok": (1,)}  # inputs that stay on the host
+COUNTER_FIRST = frozenset({"while_round_trip", "loops_ok"})  # first input: a while_loop counter
 
 
 def _inputs(name: str):
     import torch
 
     _, count = _catalog().MODELS[name]
-    return tuple(torch.randn(4, 8) for _ in range(count))
+    inputs = [torch.randn(4, 8) for _ in range(count)]
+    if name in COUNTER_FIRST:
+        inputs[0] = torch.tensor(0)
+    return tuple(inputs)
 
 
 def export(name: str, decompose: bool = False):
@@ -98,15 +102,16 @@ def save(name: str, path: str, decompose: bool = False) -> None:
             torch.export.save(ep, path)
 
 
-def main(out_dir: str) -> None:
+def main(out_dir: str, names=None) -> None:
+    """Write every model (or those `names`) as `<name>.pt2` and `<name>.decomposed.pt2`."""
     os.makedirs(out_dir, exist_ok=True)
-    for name in _catalog().MODELS:
+    for name in names or _catalog().MODELS:
         save(name, os.path.join(out_dir, f"{name}.pt2"))
         save(name, os.path.join(out_dir, f"{name}.decomposed.pt2"), decompose=True)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], sys.argv[2:])
 
 
 def sample_pt2(name: str):

@@ -56,3 +56,13 @@ def decoder_inputs(dim: int = 32, seq: int = 8) -> tuple[torch.Tensor, ...]:
 
 def kv_inputs(dim: int = 32) -> tuple[torch.Tensor, ...]:
     return (torch.randn(1, 1, dim, generator=torch.Generator().manual_seed(0)), torch.tensor([3]))
+
+
+def prefill_decode(module: torch.nn.Module, dim: int = 32, prompt: int = 8) -> dict:
+    """`{"prefill": (module, inputs), "decode": (module, inputs)}`: one module (its buffers, a
+    KV cache, shared by both methods) exported twice, as LLM exports lower it
+    (`to_edge_transform_and_lower({"prefill": ep1, "decode": ep2}, ...)`): the prompt's
+    `prompt` tokens at positions 0.., then one token at position `prompt`."""
+    g = torch.Generator().manual_seed(0)
+    return {"prefill": (module, (torch.randn(1, prompt, dim, generator=g), torch.arange(prompt))),
+            "decode": (module, (torch.randn(1, 1, dim, generator=g), torch.tensor([prompt])))}

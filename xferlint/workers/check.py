@@ -31,9 +31,10 @@ from xferlint.findings import Finding, InputErrorEntry
 from xferlint.frontends import Detached, LoadedProgram
 from xferlint.frontends.discovery import Discovery
 from xferlint.frontends.entrypoints import EntryPoint, expand, stdout_to_stderr
-from xferlint.pipeline import CheckRun, check_entry, error_entry
+from xferlint.pipeline import CheckRun, check_entry, comment_findings, error_entry, new_record
 from xferlint.progress import Progress
 from xferlint.rules.base import Rule
+from xferlint.suppression import Record
 from xferlint.workers.pool import Done, Failed, Task, run_tasks, write_stderr
 
 PRELOAD = ("torch", "executorch.exir", "xferlint.frontends.executorch")
@@ -69,6 +70,7 @@ class Partial:
     timelines: Optional[list[MethodTimeline]]
     fixes: list[Optional[Union[Any, str]]]  # per view: FixResult without program | why not | None
     classes: list[frozenset]  # per view: the native program's class names (Detached.classes)
+    record: Record  # what noqa comments suppressed in this input, its source files (XF100)
 
 
 def preload(extra: Sequence[str] = ()) -> None:
@@ -85,9 +87,11 @@ def preload(extra: Sequence[str] = ()) -> None:
 def check_paths(paths: Iterable[str], rules: Sequence[Rule], *, strict: bool = False,
                 source_map: Optional[dict] = None, discovery: Optional[Discovery] = None, timelines: bool = False,
                 jobs: Optional[int] = None, timeout: Optional[float] = None, quiet: bool = False,
-                fix: Optional[FixOptions] = None) -> CheckRun:
+                fix: Optional[FixOptions] = None, project_root: Optional[str] = None) -> CheckRun:
     """pipeline.check_paths with every Python entry point in a worker, `jobs` at a time,
-    each within `timeout` seconds; progress on stderr when it is a terminal (not `quiet`)."""
+    each within `timeout` seconds; progress on stderr when it is a terminal (not `quiet`).
+    Each input keeps its own suppression record, merged in input order."""
+    template = new_record(rules, project_root)
     slots: list[Union[InputErrorEntry, EntryPoint]] = []
     for spec in paths:
         try:
@@ -100,12 +104,13 @@ def check_paths(paths: Iterable[str], rules: Sequence[Rule], *, strict: bool = F
         here = [(i, s) for i, s in enumerate(slots) if isinstance(s, EntryPoint) and s.is_program_file]
         for done, (i, slot) in enumerate(here):
             progress.update(done, [slot.label])
-            parts[i] = _part(timelines)
+            parts[i] = _part(timelines, template)
             check_entry(parts[i], slot, rules, strict, source_map)
         done = len(slots) - len(remote)  # and the inputs that did not expand
         if remote:
             preload(("xferlint.fixes.program",) if fix is not None else ())
-            tasks = [Task(slots[i].label, _check_task(slots[i], rules, strict, timelines, fix)) for i in remote]
+            tasks = [Task(slots[i].label, _check_task(slots[i], rules, strict, timelines, fix, template))
+                     for i in remote]
 
             def write(data: bytes) -> None:
                 progress.clear()  # user output goes on its own lines, the progress line redrawn after
@@ -116,19 +121,20 @@ def check_paths(paths: Iterable[str], rules: Sequence[Rule], *, strict: bool = F
                                  if progress.enabled else None,
                                  write=write, timeout_message=timed_out)
             for i, outcome in zip(remote, outcomes):
-                parts[i] = _merged_part(slots[i], outcome, timelines)
-    run = CheckRun(timelines=[] if timelines else None)
+                parts[i] = _merged_part(slots[i], outcome, timelines, template)
+    run = CheckRun(timelines=[] if timelines else None, record=template)
     for slot, part in zip(slots, parts):
         run.inputs += 1
         if part is None:
             run.errors.append(slot)  # an input that did not expand
             continue
         _absorb(run, part)
+    run.comment_findings = comment_findings(run.record, rules)
     return run
 
 
-def _part(timelines: bool) -> CheckRun:
-    return CheckRun(timelines=[] if timelines else None)
+def _part(timelines: bool, template: Record) -> CheckRun:
+    return CheckRun(timelines=[] if timelines else None, record=template.blank())
 
 
 def _absorb(run: CheckRun, part: CheckRun) -> None:
@@ -136,12 +142,14 @@ def _absorb(run: CheckRun, part: CheckRun) -> None:
     run.loaded.extend(part.loaded)
     run.findings.extend(part.findings)
     run.transfers.extend(part.transfers)
+    run.lints.extend(part.lints)
+    run.record.absorb(part.record)
     if run.timelines is not None and part.timelines is not None:
         run.timelines.extend(part.timelines)
 
 
-def _merged_part(entry: EntryPoint, outcome: Union[Done, Failed], timelines: bool) -> CheckRun:
-    part = _part(timelines)
+def _merged_part(entry: EntryPoint, outcome: Union[Done, Failed], timelines: bool, template: Record) -> CheckRun:
+    part = _part(timelines, template)
     if isinstance(outcome, Failed):
         part.errors.append(InputErrorEntry(input=entry.label, message=outcome.message, kind="input"))
         return part
@@ -153,6 +161,7 @@ def _merged_part(entry: EntryPoint, outcome: Union[Done, Failed], timelines: boo
         part.loaded.append(LoadedProgram(view=view, native=native))
     part.findings.extend(got.findings)
     part.transfers.extend(got.transfers)
+    part.record = got.record
     if part.timelines is not None and got.timelines is not None:
         part.timelines.extend(got.timelines)
     return part
@@ -162,9 +171,9 @@ def _merged_part(entry: EntryPoint, outcome: Union[Done, Failed], timelines: boo
 
 
 def _check_task(entry: EntryPoint, rules: Sequence[Rule], strict: bool, timelines: bool,
-                fix: Optional[FixOptions]):
+                fix: Optional[FixOptions], template: Record):
     def run() -> Partial:
-        part = _part(timelines)
+        part = _part(timelines, template)
         try:
             check_entry(part, entry, rules, strict)
         except KeyboardInterrupt:  # raised by the user's code (the worker ignores SIGINT)
@@ -173,7 +182,8 @@ def _check_task(entry: EntryPoint, rules: Sequence[Rule], strict: bool, timeline
         fixes = _try_fixes(part, rules, strict, fix) if fix is not None else [None] * len(part.loaded)
         return Partial(errors=part.errors, views=[loaded.view for loaded in part.loaded], findings=part.findings,
                        transfers=part.transfers, timelines=part.timelines, fixes=fixes,
-                       classes=[Detached.class_names(loaded.native) for loaded in part.loaded])
+                       classes=[Detached.class_names(loaded.native) for loaded in part.loaded],
+                       record=part.record)
 
     return run
 

@@ -17,19 +17,19 @@ Everything here is torch-free.
 from collections import defaultdict
 from typing import Any, Optional, Sequence
 
-from xferlint.analyzer.facts import DeviceFacts
 from xferlint.analyzer.view import MethodView, ProgramView
 from xferlint.errors import FixError
 from xferlint.findings import Finding, Severity
 from xferlint.fixes.engine import MAX_ROUNDS, plan_method
 from xferlint.fixes.outcome import MethodOutcome, Skipped
-from xferlint.fixes.plan import OUTPUT, FixPlan, finding_key
+from xferlint.fixes.plan import OUTPUT, FixPlan, finding_key, nodes_by_name
 from xferlint.fixes.result import FixResult
 from xferlint.frontends.pte.view import PteNative, kernel_io, load_pte_bytes
 from xferlint.frontends.pte import program as pp
 from xferlint.fixes.pte.memory import Edits, describe, new_conflicts
 from xferlint.fixes.pte.patch import Patcher
-from xferlint.rules.base import Rule, RuleContext
+from xferlint.rules._lint import lint_method
+from xferlint.rules.base import Rule
 
 ENTRY_POINT_ROUTE = (
     "fix the program before it is memory planned instead: `xferlint fix model.py:program -o model.pte` "
@@ -45,7 +45,7 @@ def _index(vid: str) -> int:
 
 
 def _edits_of(method: MethodView, plans: Sequence[FixPlan]) -> Edits:
-    by_name = {n.name: n.index for n in method.nodes}
+    by_name = nodes_by_name(method)
     rewires: dict[int, dict[str, str]] = {}
     outputs: dict[str, str] = {}
     removed = set()
@@ -54,15 +54,15 @@ def _edits_of(method: MethodView, plans: Sequence[FixPlan]) -> Edits:
             if r.reader == OUTPUT:
                 outputs[r.old] = r.new
             elif r.reader in by_name:
-                rewires.setdefault(by_name[r.reader], {})[r.old] = r.new
-        removed.update(by_name[n] for n in plan.removes if n in by_name)
+                rewires.setdefault(by_name[r.reader].index, {})[r.old] = r.new
+        removed.update(by_name[n].index for n in plan.removes if n in by_name)
     return Edits(rewires, frozenset(removed), outputs)
 
 
 def _patch_problem(method: MethodView, plan: FixPlan, native: PteNative) -> Optional[str]:
     """Why this plan cannot be written into the instructions in place (None: it can)."""
     mapping = native.methods[method.name]
-    by_name = {n.name: n for n in method.nodes}
+    by_name = nodes_by_name(method)
     pplan = native.program.plans[mapping.plan_index]
     for name in plan.removes:
         node = by_name.get(name)
@@ -107,7 +107,7 @@ def _operand_positions(plan: pp.Plan, ins: pp.Instr, old: int, results: int) -> 
 def _apply(native: PteNative, method: MethodView, plans: Sequence[FixPlan], data: bytes) -> bytes:
     mapping = native.methods[method.name]
     pplan = native.program.plans[mapping.plan_index]
-    by_name = {n.name: n for n in method.nodes}
+    by_name = nodes_by_name(method)
     patcher = Patcher(data, native.program)
     removals: dict[int, set[int]] = defaultdict(set)
     for plan in plans:
@@ -153,8 +153,7 @@ def _renames(before: PteNative, after: PteNative, method: str, removed: dict[int
 
 
 def _lint(view: ProgramView, method: MethodView, rules: Sequence[Rule]) -> list[Finding]:
-    ctx = RuleContext(program=view, method=method, facts=DeviceFacts.compute(method))
-    return [f for rule in rules for f in rule.check(ctx)]
+    return lint_method(view, method, rules)[1]
 
 
 def _fix_method(state: dict, index: int, rules: Sequence[Rule], unsafe_fixes: bool, outcome: MethodOutcome,
@@ -204,7 +203,7 @@ def _fix_method(state: dict, index: int, rules: Sequence[Rule], unsafe_fixes: bo
         return False
     removed: dict[int, set[int]] = defaultdict(set)
     mapping = native.methods[method.name]
-    by_name = {n.name: n for n in method.nodes}
+    by_name = nodes_by_name(method)
     for plan in plans:
         for name in plan.removes:
             c, k = mapping.instr_of_node[by_name[name].index]
@@ -249,12 +248,12 @@ def fix_pte_loaded(loaded: Any, rules: Sequence[Rule], *, unsafe_fixes: bool = F
     Passes repeat on the fixed program until one changes nothing, so that fixing the
     output again is a no-op: a fix refused in one pass (the memory plan did not allow it
     then) may be possible once other copies are gone."""
-    result = _fix_pass(loaded, rules, unsafe_fixes)
+    result, last = _fix_pass(loaded, rules, unsafe_fixes)
     for _ in range(MAX_ROUNDS):
         if not result.changed:
             break
-        again = _fix_pass(load_pte_bytes(result.program, label=loaded.view.input, name=loaded.view.name,
-                                         path=loaded.view.file), rules, unsafe_fixes)
+        # `last` is `result.program` as load_pte_bytes read it back after the last patch
+        again, last = _fix_pass(last, rules, unsafe_fixes)
         if not again.changed:
             break
         for first, then in zip(result.methods, again.methods):
@@ -266,7 +265,8 @@ def fix_pte_loaded(loaded: Any, rules: Sequence[Rule], *, unsafe_fixes: bool = F
     return result
 
 
-def _fix_pass(loaded: Any, rules: Sequence[Rule], unsafe_fixes: bool) -> FixResult:
+def _fix_pass(loaded: Any, rules: Sequence[Rule], unsafe_fixes: bool) -> tuple[FixResult, Any]:
+    """One pass over every method; returns the result and the program it leaves, loaded."""
     native: PteNative = loaded.native
     if not isinstance(native, PteNative):
         raise FixError(f"{loaded.view.input}: not a .pte program")
@@ -294,7 +294,7 @@ def _fix_pass(loaded: Any, rules: Sequence[Rule], unsafe_fixes: bool) -> FixResu
         outcome.remaining = _lint(final, method, rules)
         result.remaining.extend(outcome.remaining)
     result.methods = outcomes
-    return result
+    return result, state["loaded"]
 
 
 def fix_pte_bytes(data: bytes, rules: Sequence[Rule], *, label: str = "program.pte",

@@ -59,14 +59,49 @@ def _overlaps(method: MethodView, a: str, b: str) -> bool:
     return pa.offset < pb.offset + pb.nbytes and pb.offset < pa.offset + pa.nbytes
 
 
+class _Index(NamedTuple):
+    """Per method, built once: who reads each value, and the alias nodes in order."""
+
+    method: MethodView
+    readers: dict[str, list[int]]  # value -> indices of the nodes that read it, ascending
+    aliases: tuple[Node, ...]
+
+
+_INDEXES: dict[int, _Index] = {}
+
+
+def _index(method: MethodView) -> _Index:
+    index = _INDEXES.get(id(method))
+    if index is not None and index.method is method:
+        return index
+    readers: dict[str, list[int]] = {}
+    for node in method.nodes:
+        for v in dict.fromkeys(node.inputs):
+            readers.setdefault(v, []).append(node.index)
+    index = _Index(method, readers, tuple(n for n in method.nodes if n.kind == OpKind.ALIAS))
+    if len(_INDEXES) >= 8:
+        del _INDEXES[next(iter(_INDEXES))]
+    _INDEXES[id(method)] = index
+    return index
+
+
+def _readers(method: MethodView, edits: Edits, family: set[str]) -> list[Node]:
+    """The nodes that read a value of `family` after `edits`, in node order."""
+    readers = _index(method).readers
+    found = {i for v in family for i in readers.get(v, ()) if i not in edits.removed and i not in edits.rewires}
+    found.update(i for i in edits.rewires if i not in edits.removed
+                 and any(v in family for v in _uses(method.nodes[i], edits)))
+    return [method.nodes[i] for i in sorted(found)]
+
+
 def _aliases(method: MethodView, edits: Edits, value: str) -> set[str]:
     """The value and every view of it (alias nodes share its storage)."""
     family = {value}
     changed = True
     while changed:
         changed = False
-        for node in method.nodes:
-            if node.kind == OpKind.ALIAS and any(v in family for v in _uses(node, edits)):
+        for node in _index(method).aliases:
+            if any(v in family for v in _uses(node, edits)):
                 for out in _defs(node, edits):
                     if out not in family:
                         family.add(out)
@@ -86,7 +121,7 @@ def conflicts(method: MethodView, edits: Edits, value: str) -> list[Conflict]:
     # is written again; remember the read for the message.
     live_before: dict[int, Node] = {}  # node -> a read it leads to (value live after it)
     work: list[tuple[int, Node]] = []
-    readers = [n for n in nodes if any(v in family for v in _uses(n, edits))]
+    readers = _readers(method, edits, family)
     returned = any(edits.outputs.get(v, v) in family for v in method.outputs if v is not None)
     for reader in readers:
         for p in preds[reader.index]:

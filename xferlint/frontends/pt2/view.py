@@ -5,9 +5,11 @@ CONSTANT node per graph input (the signature says which: parameters, buffers, li
 constants), one node per graph node in order, values named as the FX nodes are. Devices,
 dtypes and sizes come from `tensor_values`; source lines from each node's `stack_trace`.
 `.to()` ops (`aten._to_copy`, `aten.to.*`) and cross-device `aten.copy_` are classified
-by `xferlint.frontends.aten` exactly as for ExportedPrograms. `cond` bodies are
-inlined as the graph frontend inlines them (MOVE nodes bind and merge); other higher-order
-operators (map, scan, while_loop) read as UNKNOWN (strict mode refuses them).
+by `xferlint.frontends.aten` exactly as for ExportedPrograms. The bodies of `cond`,
+`map_impl`, `scan` and `while_loop` (serialized as `as_graph` arguments) are inlined as the
+graph frontend inlines them: MOVE nodes bind their inputs, carry loop values back into them
+and move their results out; other higher-order operators read as UNKNOWN (strict mode
+refuses them).
 Every field is type-checked as it is read; a malformed one is a one-line Pt2FormatError.
 """
 
@@ -37,6 +39,7 @@ SCALAR_TYPES: dict[int, tuple[str, Optional[int]]] = {
 _CONSTANT_SPECS = {"parameter": "parameter_name", "buffer": "buffer_name", "tensor_constant": "tensor_constant_name",
                    "custom_obj": "custom_obj_name", "token": None}
 _SYM_KEYS = ("as_sym_int", "as_sym_float", "as_sym_bool")
+_HOPS = frozenset({"higher_order::cond", "higher_order::map_impl", "higher_order::scan", "higher_order::while_loop"})
 _HOST_SCALAR_PREFIXES = ("_operator.", "operator.", "torch.sym_", "math.", "builtins.")
 
 
@@ -112,6 +115,25 @@ def _refs(arg: Any, where: str) -> Iterator[str]:
                     yield item["as_name"]
 
 
+def body_label(body: dict[str, Any], k: int) -> str:
+    """The label of a higher-order op's subgraph argument `k` (`true_graph_0`)."""
+    return safe_text(body.get("name") or f"graph_{k}", 60)
+
+
+def body_scope(node_id: str, label: str) -> str:
+    """The scope of a subgraph of node `node_id` (its nodes are `<scope>/<name>`); the
+    `.pt2` fixes find the subgraph again by it."""
+    return f"{node_id}.{label}"
+
+
+def scoped(scope: str, name: str) -> str:
+    """The view id of a node or value `name` of the graph at `scope`."""
+    return f"{scope}/{name}" if scope else name
+
+
+value_refs = _refs  # public: the `.pt2` fixes check what their edits leave referenced
+
+
 def _op_name(target: str) -> tuple[str, str]:
     """`torch.ops.aten._to_copy.default` -> (`aten::_to_copy`, `default`)."""
     parts = target[len("torch.ops."):].split(".") if target.startswith("torch.ops.") else []
@@ -132,6 +154,7 @@ class _MethodReader:
     values: dict[str, Value] = field(default_factory=dict)
     devices: dict[str, Device] = field(default_factory=dict)
     scope: str = ""  # "" at the top level, `cond.true_graph_0` inside a body
+    input_ids: list[str] = field(default_factory=list)  # a body's inputs, in order
 
     def add(self, **kwargs: Any) -> Node:
         node = Node(index=len(self.nodes), scope=self.scope, **kwargs)
@@ -139,7 +162,7 @@ class _MethodReader:
         return node
 
     def _id(self, name: str) -> str:
-        return f"{self.scope}/{name}" if self.scope else name
+        return scoped(self.scope, name)
 
     def _ids(self, arg: Any, where: str) -> tuple[str, ...]:
         return tuple(self._id(r) for r in _refs(arg, where))
@@ -230,8 +253,8 @@ class _MethodReader:
                 self.add(kind=kind, inputs=(source,), device=None if kind == OpKind.D2H else device,
                          mutates=sname == COPY_INTO_OP, **common)
                 return
-        if sname == "higher_order::cond":
-            self._cond(args, operands, outputs, common, where)
+        if sname in _HOPS:
+            self._hop(sname.split("::")[1], args, outputs, common, where)
         elif sname in ALIAS_OPS:
             self.add(kind=OpKind.ALIAS, inputs=operands[:1], **common)
         elif sname.startswith("higher_order::") or not (sname or target.startswith(_HOST_SCALAR_PREFIXES)):
@@ -244,24 +267,52 @@ class _MethodReader:
             mutates = (op.endswith("_") and not op.endswith("__")) or overload == "out"
             self.add(kind=OpKind.COMPUTE, inputs=operands, mutates=mutates, **common)
 
-    def _cond(self, args, operands, outputs, common, where) -> None:
-        """`cond(pred, true_graph, false_graph, operands)`: a CONTROL node reading the
-        predicate and operands, each branch inlined with its inputs bound to the operands
-        (MOVE `bind`) and its results moved into the cond's outputs (MOVE `merge`), as the
-        graph frontend reads it."""
+    def _hop(self, hop: str, args, outputs, common, where) -> None:
+        """A higher-order op: a CONTROL node reading its operands, each subgraph inlined
+        with its inputs bound (MOVE `bind`), loop-carried values fed back into the inputs
+        (MOVE `loop`: scan, while_loop) and its results moved into the op's outputs (MOVE
+        `merge` for cond, `stack` for map, `carry` for loops), as the graph frontend reads
+        them. `groups`: the operand lists in argument order (cond: pred, operands; map: xs,
+        additional; scan: init, xs, additional; while_loop: carried, additional)."""
+        groups = [self._ids(a, f"{where}.inputs") for _, a in args
+                  if not (isinstance(a, dict) and "as_graph" in a)]
+        bodies = [(k, a["as_graph"]) for k, (_, a) in enumerate(args)
+                  if isinstance(a, dict) and isinstance(a.get("as_graph"), dict)]
+        operands = tuple(v for g in groups for v in g)
         self.add(kind=OpKind.CONTROL, inputs=operands, **{**common, "outputs": outputs})
-        bound = operands[1:]
-        for k, (_, arg) in enumerate(args):
-            body = arg.get("as_graph") if isinstance(arg, dict) else None
-            if not isinstance(body, dict):
-                continue
-            label = safe_text(body.get("name") or f"graph_{k}", 60)
+        bound = operands[len(groups[0]):] if hop == "cond" and groups else operands
+        carries = len(groups[0]) if hop in ("scan", "while_loop") and groups else 0
+        read = []
+        for k, body in bodies:
+            label = body_label(body, k)
             child = _MethodReader(self.gm, self.strict, self.nodes, self.values, self.devices,
-                                  scope=f"{common['name']}.{label}")
-            results = child.body(_dict(body.get("graph"), f"{where}.{label}"), bound, f"{where}.{label}")
-            for src, dst in zip(results, outputs):
-                self.add(name=f"{common['name']}:merge", kind=OpKind.MOVE, target="merge", inputs=(src,),
-                         outputs=(dst,), location=common["location"])
+                                  scope=body_scope(common["name"], label))
+            graph = _dict(body.get("graph"), f"{where}.{label}")
+            read.append((child, child.body(graph, bound, f"{where}.{label}")))
+        label = {"cond": "merge", "map_impl": "stack"}.get(hop, "carry")
+        if not carries:
+            for _, results in read:
+                self._results(common, results, outputs, label)
+            return
+        body_results = read[-1][1]  # scan: the combine graph; while_loop: the body
+        for child, _ in read:  # the next carries flow back into every subgraph's inputs
+            child.loop_back(common, body_results[:carries])
+        if hop == "while_loop" and len(read) == 2:
+            # the loop exits with the carry the condition last saw (the initial one when the
+            # body never runs): the results are read off the condition's carry inputs
+            self._results(common, read[0][0].input_ids[:carries], outputs, label)
+        else:
+            self._results(common, body_results, outputs, label)
+
+    def _results(self, common, sources, targets, label: str) -> None:
+        for src, dst in zip(sources, targets):
+            self.add(name=f"{common['name']}:{label}", kind=OpKind.MOVE, target=label, inputs=(src,),
+                     outputs=(dst,), location=common["location"])
+
+    def loop_back(self, common, carried_out) -> None:
+        """The back edge of a loop: each next-carry value flows into this subgraph's input."""
+        for src, dst in zip(carried_out, self.input_ids):
+            self.add(name=f"{common['name']}:loop", kind=OpKind.MOVE, target="loop", inputs=(src,), outputs=(dst,))
 
     def body(self, graph: dict[str, Any], bound: tuple[str, ...], where: str) -> list[str]:
         """Read a control-flow body; returns the value ids of its outputs."""
@@ -269,6 +320,7 @@ class _MethodReader:
         for i, arg in enumerate(_list(graph.get("inputs"), f"{where}.inputs")):
             for vid in self._ids(arg, f"{where}.inputs[{i}]"):
                 self.values.setdefault(vid, Value(id=vid))
+                self.input_ids.append(vid)
                 self.add(name=vid, kind=OpKind.MOVE, target="bind", inputs=bound[i:i + 1], outputs=(vid,))
         for i, node in enumerate(_list(graph.get("nodes"), f"{where}.nodes")):
             self._node(_dict(node, f"{where}.nodes[{i}]"), f"{where}.nodes[{i}]")

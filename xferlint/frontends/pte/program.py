@@ -417,8 +417,10 @@ class _Decoder:
 # the fields are read with precompiled structs at the vtable slots of the schema
 # (`program.fbs`: the n-th field of a table sits at vtable offset 4 + 2n), and whole
 # argument / size vectors in one unpack. `agrees()` compares the result with the generated
-# accessors on the first values and instructions of every plan; if they ever differ (a
-# schema change), the generated accessors read everything.
+# accessors on the first values, delegates and instructions of a plan; if they ever differ
+# (a schema change), the generated accessors read everything. The schema is that of the
+# ExecuTorch installed, the same for every file, so each of the three kinds is compared
+# once per process, on the first plan that has some (`self_checked()` says which are).
 
 _U8, _I8, _U16 = struct.Struct("<B"), struct.Struct("<b"), struct.Struct("<H")
 _I32, _U32, _I64, _F64 = struct.Struct("<i"), struct.Struct("<I"), struct.Struct("<q"), struct.Struct("<d")
@@ -439,6 +441,13 @@ _JF_COND, _JF_DEST = 4, 6
 _FREE_VALUE = 4
 _SCALAR_SLOT = 4  # Int.int_val, Bool.bool_val, Double.double_val, *List.items, String.string_val
 _AGREE_SAMPLE = 16
+_AGREED: set[str] = set()  # the kinds ("values", "delegates", "instructions") already compared
+_COMPARISONS = [0]  # how many comparisons this process ran (tests read it)
+
+
+def self_checked() -> tuple[frozenset[str], int]:
+    """The kinds the fast path was compared on in this process, and how many comparisons ran."""
+    return frozenset(_AGREED), _COMPARISONS[0]
 
 
 class _FastTables:
@@ -643,29 +652,38 @@ class _FastTables:
 
     # -- self-check ----------------------------------------------------------------------
     def agrees(self, plan: Any) -> bool:
-        """Whether the fast path reads this plan's first values and instructions exactly as
-        the generated accessors do (run on real data, so a schema change cannot slip by)."""
+        """Whether the fast path reads this plan's first values, delegates and instructions
+        exactly as the generated accessors do (run on real data, so a schema change cannot
+        slip by); a kind already compared in this process is not compared again."""
         d = self.d
         budget = d.budget
         try:
-            n = min(plan.ValuesLength(), _AGREE_SAMPLE)
+            n = 0 if "values" in _AGREED else min(plan.ValuesLength(), _AGREE_SAMPLE)
             if n:
-                fast = self.values(plan._tab.Pos, n)
-                if fast != tuple(d.evalue(plan.Values(i), i) for i in range(n)):
+                _COMPARISONS[0] += 1
+                if self.values(plan._tab.Pos, n) != tuple(d.evalue(plan.Values(i), i) for i in range(n)):
                     return False
-            m = min(plan.DelegatesLength(), _AGREE_SAMPLE)
-            if m and self.delegates(plan._tab.Pos, m) != tuple(d.delegate(plan.Delegates(i)) for i in range(m)):
-                return False
-            for c in range(min(plan.ChainsLength(), 2)):
+            m = 0 if "delegates" in _AGREED else min(plan.DelegatesLength(), _AGREE_SAMPLE)
+            if m:
+                _COMPARISONS[0] += 1
+                if self.delegates(plan._tab.Pos, m) != tuple(d.delegate(plan.Delegates(i)) for i in range(m)):
+                    return False
+            instructions = False
+            for c in range(0 if "instructions" in _AGREED else min(plan.ChainsLength(), 2)):
                 chain = plan.Chains(c)
-                m = min(chain.InstructionsLength(), _AGREE_SAMPLE)
-                if m and self.instructions(chain._tab.Pos, m) != d.chain_instructions(chain, m):
-                    return False
-            return True
+                k = min(chain.InstructionsLength(), _AGREE_SAMPLE)
+                if k:
+                    _COMPARISONS[0] += 1
+                    instructions = True
+                    if self.instructions(chain._tab.Pos, k) != d.chain_instructions(chain, k):
+                        return False
         except Exception:  # noqa: BLE001 - corrupt data: let the generated accessors report it
             return False
         finally:
             d.budget = budget
+        _AGREED.update(kind for kind, compared in (("values", n), ("delegates", m), ("instructions", instructions))
+                       if compared)
+        return True
 
 def _validate_plan(plan: Plan) -> None:
     """Every index a later stage follows must point inside its table."""

@@ -18,7 +18,8 @@ frontend builds, plus a CFG over the instructions:
   appears twice; several outs are followed by a tensor list of them);
 - a delegate call's arguments are its inputs then its outputs, with no count in the file:
   the outputs are the trailing tensors that nothing wrote or read before the call and that
-  are neither method inputs nor constants (the emitter creates them for the call);
+  are neither method inputs, constants nor named mutable buffers (the emitter creates
+  them for the call);
 - the CFG: fall-through, chain to chain, and both edges of each `JumpFalseCall` (only one
   when the condition is a Bool constant no instruction writes, as in the jump that ends a
   `cond`'s true branch).
@@ -133,12 +134,19 @@ def _expand_lists(plan: pp.Plan, operands: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def delegate_io(plan: pp.Plan, args: tuple[int, ...], seen: set[int], fixed: set[int]) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """Split a DelegateCall's arguments into inputs and outputs (see module docstring)."""
+    """Split a DelegateCall's arguments into inputs and outputs (see module docstring).
+
+    An output is a fresh tensor that appears only once in the call: an argument at
+    position p is one only if its first occurrence is p (one dict over the arguments, so
+    a call with 100,000 arguments is one pass, not one scan of them per output)."""
+    first: dict[int, int] = {}
+    for position, a in enumerate(args):
+        first.setdefault(a, position)
     k = len(args)
     while k > 0:
         a = args[k - 1]
         ev = plan.values[a]
-        if ev.kind != pp.TENSOR or a in seen or a in fixed or a in args[: k - 1]:
+        if ev.kind != pp.TENSOR or a in seen or a in fixed or first[a] < k - 1:
             break
         k -= 1
     if k == len(args) and args:
@@ -219,14 +227,17 @@ class _MethodBuilder:
             self.add(name=f"input {k} ({value_id(i)})", kind=OpKind.INPUT, target="input", outputs=(value_id(i),))
         for i, ev in enumerate(plan.values):
             t = ev.tensor
-            if t is not None and (t.data_buffer_idx > 0 or t.external) and i not in plan.inputs:
+            if t is not None and (t.data_buffer_idx > 0 or t.external) and i not in self.input_set:
                 label = f" ({t.fqn})" if t.fqn else ""
                 self.add(name=f"constant {value_id(i)}{label}", kind=OpKind.CONSTANT, target="constant",
                          outputs=(value_id(i),))
         first_instruction = len(self.nodes)
         multi = len(plan.chains) > 1
+        # inputs, constants and named mutable buffers (state a delegate may read directly, as
+        # in legacy mode) hold data before the first instruction: never a delegate's result
         fixed = set(plan.inputs) | {i for i, ev in enumerate(plan.values)
-                                    if ev.tensor is not None and (ev.tensor.data_buffer_idx > 0 or ev.tensor.external)}
+                                    if ev.tensor is not None and (ev.tensor.data_buffer_idx > 0 or ev.tensor.external
+                                                                  or (ev.tensor.planned and ev.tensor.fqn))}
         seen: set[int] = set()
         scopes = [_scopes(chain) for chain in plan.chains]
         for c, chain in enumerate(plan.chains):

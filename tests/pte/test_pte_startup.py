@@ -1,0 +1,84 @@
+"""What a `.pte` check loads: only the torch-free path, the decoder's self-check once per
+process (not per file). Each check runs in a fresh interpreter, as a user's would, from a
+project with a `[tool.xferlint]` table. No timing here: benchmarks/bench_pte.py measures."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+_CHECK = r"""
+import json, sys
+from xferlint.cli import main
+from xferlint.frontends.pte import program as pp
+counts = []
+for path in sys.argv[1:]:
+    main(["check", path, "--format", "json", "--output", "out-" + str(len(counts)) + ".json", "--exit-zero"])
+    counts.append(pp.self_checked()[1])
+kinds = sorted(pp.self_checked()[0])
+print(json.dumps({"modules": sorted(sys.modules), "counts": counts, "kinds": kinds}))
+"""
+
+# Never on the .pte path: torch and ExecuTorch proper (only its generated flatbuffer reader
+# is loaded, under stand-in parents), the graph frontend, pydantic, the SARIF and timeline
+# code, the test helpers.
+FORBIDDEN = ("torch", "torchao", "pydantic", "sarif_om", "numpy", "xferlint.testing",
+             "xferlint.frontends.executorch", "xferlint.reporters.sarif", "xferlint.analyzer.timeline")
+GENERATED = "executorch.exir._serialize.generated"
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory, pte_bytes):
+    root = tmp_path_factory.mktemp("project")
+    (root / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "0"\n\n[tool.xferlint]\n'
+                                         'extend-exclude = ["scratch/"]\n')
+    models = root / "models"
+    models.mkdir()
+    for name in ("addsin-noelide", "mixed-noelide", "cond-nested"):
+        (models / f"{name}.pte").write_bytes(pte_bytes(name))
+    return root
+
+
+def _run(root, *paths: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("XFERLINT")}
+    done = subprocess.run([sys.executable, "-c", _CHECK, *paths], capture_output=True, text=True, cwd=root,
+                          env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert not done.stderr.strip(), done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_pte_check_imports_neither_torch_nor_executorch(project):
+    result = _run(project, "models")
+    modules = result["modules"]
+    loaded = [m for m in modules if any(m == f or m.startswith(f + ".") for f in FORBIDDEN)]
+    assert loaded == [], loaded
+    executorch = [m for m in modules if m.split(".")[0] == "executorch"]
+    assert executorch and all(m == "executorch" or m.startswith(GENERATED) for m in executorch), executorch
+    assert "tomllib" in modules  # the [tool.xferlint] table was read
+    report = json.loads((project / "out-0.json").read_text())
+    assert report["summary"]["inputs"] == 3 and report["summary"]["programs"] == 3
+    assert report["findings"] and not report["errors"]
+
+
+def test_the_decoder_self_check_runs_once_per_process(project):
+    """The fast reader is compared with ExecuTorch's generated accessors once per kind
+    (values, delegates, instructions) in a process: linting more files, or the same file
+    again, compares nothing more."""
+    files = ["models/addsin-noelide.pte", "models/mixed-noelide.pte", "models/cond-nested.pte",
+             "models/addsin-noelide.pte"]
+    result = _run(project, *files)
+    assert result["kinds"] == ["delegates", "instructions", "values"]
+    first, *rest = result["counts"]
+    assert 3 <= first <= 4  # values, delegates, and the instructions of up to two chains
+    assert rest == [first] * len(rest)
+    # the reports are those of a process that checks each file on its own
+    together = [(project / f"out-{i}.json").read_text() for i in range(len(files))]
+    assert together[0] == together[3]
+    for index, path in enumerate(files[:3]):
+        _run(project, path)
+        assert (project / "out-0.json").read_text() == together[index], path

@@ -1,0 +1,68 @@
+"""Linearity on the shapes that were once super-linear (issue 11), counted, not timed.
+
+The programs are synthetic `.pte` files written by ExecuTorch's own serializer
+(`xferlint.testing.synthetic_pte`). Each check lints a program and ten times that program
+and compares the Python calls per unit under cProfile: linear work keeps them flat (the
+quadratic and cubic versions grew 10x and 100x). benchmarks/bench_scaling.py has the times.
+"""
+
+from __future__ import annotations
+
+import cProfile
+import pstats
+
+import pytest
+
+from xferlint.analyzer.facts import DeviceFacts
+from xferlint.frontends.pte.view import load_pte_bytes
+from xferlint.pipeline import analyze
+from xferlint.selection import select_rules
+from xferlint.testing import synthetic_pte as sp
+
+
+def _lint(data: bytes):
+    view = load_pte_bytes(data, label="scaling.pte").view
+    return view, analyze(view, select_rules(), transfers=[])
+
+
+def _counts(findings) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for f in findings:
+        counts[f.code] = counts.get(f.code, 0) + 1
+    return counts
+
+
+def _calls(data: bytes) -> int:
+    profile = cProfile.Profile()
+    profile.runcall(_lint, data)
+    return pstats.Stats(profile).total_calls
+
+
+def test_synthetic_programs_are_valid_pte_files():
+    from executorch.exir._serialize._program import deserialize_pte_binary
+
+    program = deserialize_pte_binary(sp.loops(3)).program
+    assert len(program.execution_plan[0].chains[0].instructions) == 3 * 10
+    _, findings = _lint(sp.ladder(3))
+    assert _counts(findings) == {"XF001": 4, "XF004": 1, "XF005": 3}
+
+
+@pytest.mark.parametrize("build, small, large", [
+    (sp.in_place_ladder, 100, 1_000),  # XF004: a source written between its copies (was cubic)
+    (sp.wide_delegate, 500, 5_000),  # delegate_io and locate on a 5,000-argument call (was quadratic)
+    (sp.fan_out, 100, 1_000),  # one host value copied by thousands of H2Ds (XF004 duplicates)
+    (sp.loops, 50, 500),  # reaching definitions over many loops (was O(blocks x slots))
+], ids=["in-place", "wide-delegate", "fan-out", "loops"])
+def test_work_per_unit_stays_flat(build, small, large):
+    per_small = _calls(build(small)) / small
+    per_large = _calls(build(large)) / large
+    assert per_large < 1.25 * per_small, (per_small, per_large)
+
+
+def test_ten_thousand_backward_jumps_give_every_finding_exactly():
+    view, findings = _lint(sp.loops(10_000))
+    method = view.methods[0]
+    assert sum(1 for n in method.nodes if n.target == "jump_false") == 10_000
+    assert _counts(findings) == {"XF001": 9_999, "XF005": 10_000}
+    facts = DeviceFacts.compute(method)
+    assert facts._flow is not None and facts._flow.exact  # the sparse analysis, not the fallback

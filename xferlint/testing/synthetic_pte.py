@@ -1,0 +1,232 @@
+"""Large synthetic `.pte` programs, written by ExecuTorch's own serializer.
+
+Lowering a model with thousands of delegates takes minutes; the scaling benchmark and the
+linearity tests need programs of 1k-100k instructions, 100,000-argument delegates and
+10,000 loops in seconds. `PlanBuilder` assembles one execution plan from ExecuTorch's
+schema dataclasses (`executorch.exir.schema`) in the shapes its emitter produces (out-variant
+kernels with the out tensor twice, `et_copy` H2D / D2H kernels, delegate calls whose
+trailing arguments are fresh outputs, `map`-style loops closed by a backward
+`JumpFalseCall`, a planned host buffer 1 and a planned cuda:0 buffer 2), and
+`serialize_pte_binary` writes it. The programs are valid `.pte` files: ExecuTorch's
+`deserialize_pte_binary` reads them back (tests/test_scaling.py checks it).
+
+The shapes (each a function of a size, returning the file's bytes):
+
+- `ladder(blocks)`: per block, a host value copied twice to cuda:0 (XF004), a delegate,
+  a D2H, a host `cos` and an H2D back to cuda:0 (XF005), 8 instructions;
+- `in_place_ladder(blocks)`: one host buffer written in place and copied to cuda:0 in
+  every block (every copy of the same slot, none of them a duplicate: the case that made
+  XF004's pairing cubic), 4 instructions per block;
+- `wide_delegate(args)`: one delegate call with `args` inputs, each copied from a method
+  input by its own H2D, and one output;
+- `fan_out(readers)`: one host value copied to cuda:0 by `readers` H2Ds, each read by its
+  own delegate (one first copy, `readers - 1` duplicates);
+- `loops(count)`: `count` loops in a row, each the shape of a lowered `map` body (an H2D,
+  a delegate, a D2H, a host op, an H2D back, a delegate, a D2H, the counter's add and
+  eq and a backward jump), 10 instructions per loop;
+- `methods(count, blocks)`: `count` execution plans, each a `ladder(blocks)`.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Optional
+
+from executorch.exir import schema as s
+from executorch.exir._serialize._program import PTEFile, serialize_pte_binary
+from executorch.exir.scalar_type import ScalarType
+
+DEVICE = s.DeviceType.CUDA
+_SIZES = [4, 4]
+_NBYTES = 64  # float32 [4, 4]
+
+
+class PlanBuilder:
+    """One execution plan, built instruction by instruction."""
+
+    def __init__(self, name: str = "forward") -> None:
+        self.name = name
+        self.values: list[s.EValue] = []
+        self.inputs: list[int] = []
+        self.outputs: list[int] = []
+        self.instructions: list[s.Instruction] = []
+        self.operators: list[s.Operator] = []
+        self._ops: dict[tuple[str, str], int] = {}
+        self.delegates: list[s.BackendDelegate] = []
+
+    # values -------------------------------------------------------------------------
+    def _add(self, val) -> int:
+        self.values.append(s.EValue(val=val))
+        return len(self.values) - 1
+
+    def tensor(self, device: bool = False) -> int:
+        """A planned float32 [4, 4] tensor: host buffer 1, or cuda:0 buffer 2."""
+        extra = s.ExtraTensorInfo(device_type=DEVICE, device_index=0) if device else None
+        return self._add(s.Tensor(
+            scalar_type=ScalarType.FLOAT, storage_offset=0, sizes=list(_SIZES), dim_order=[0, 1],
+            requires_grad=False, layout=0, data_buffer_idx=0,
+            allocation_info=s.AllocationDetails(memory_id=2 if device else 1, memory_offset_low=0,
+                                                memory_offset_high=0),
+            shape_dynamism=s.TensorShapeDynamism.STATIC, extra_tensor_info=extra,
+        ))
+
+    def int_(self, value: int) -> int:
+        return self._add(s.Int(int_val=value))
+
+    def bool_(self, value: bool) -> int:
+        return self._add(s.Bool(bool_val=value))
+
+    def input(self) -> int:
+        vid = self.tensor()
+        self.inputs.append(vid)
+        return vid
+
+    # instructions ---------------------------------------------------------------------
+    def _op(self, name: str, overload: str) -> int:
+        key = (name, overload)
+        if key not in self._ops:
+            self._ops[key] = len(self.operators)
+            self.operators.append(s.Operator(name=name, overload=overload))
+        return self._ops[key]
+
+    def kernel(self, name: str, overload: str, args: list[int]) -> None:
+        self.instructions.append(s.Instruction(instr_args=s.KernelCall(op_index=self._op(name, overload), args=args)))
+
+    def h2d(self, src: int) -> int:
+        out = self.tensor(device=True)
+        self.kernel("et_copy::_h2d_copy", "out", [src, out, out])
+        return out
+
+    def d2h(self, src: int) -> int:
+        out = self.tensor()
+        self.kernel("et_copy::_d2h_copy", "out", [src, out, out])
+        return out
+
+    def host(self, src: int, name: str = "aten::cos") -> int:
+        out = self.tensor()
+        self.kernel(name, "out", [src, out, out])
+        return out
+
+    def delegate(self, args: list[int], outputs: int = 1) -> list[int]:
+        if not self.delegates:
+            self.delegates.append(s.BackendDelegate(
+                id="BackendWithCompilerDemo",
+                processed=s.BackendDelegateDataReference(location=s.DataLocation.INLINE, index=0),
+                compile_specs=[s.CompileSpec(key="target_device", value=b"cuda:0")],
+            ))
+        outs = [self.tensor(device=True) for _ in range(outputs)]
+        self.instructions.append(s.Instruction(instr_args=s.DelegateCall(delegate_index=0, args=list(args) + outs)))
+        return outs
+
+    def jump_false(self, cond: int, destination: int) -> None:
+        self.instructions.append(s.Instruction(
+            instr_args=s.JumpFalseCall(cond_value_index=cond, destination_instruction=destination)))
+
+    def plan(self) -> s.ExecutionPlan:
+        return s.ExecutionPlan(
+            name=self.name,
+            container_meta_type=s.ContainerMetadata(encoded_inp_str="", encoded_out_str=""),
+            values=self.values, inputs=self.inputs, outputs=self.outputs,
+            chains=[s.Chain(inputs=self.inputs, outputs=self.outputs, instructions=self.instructions,
+                            stacktrace=None)],
+            operators=self.operators, delegates=self.delegates,
+            non_const_buffer_sizes=[0, _NBYTES, _NBYTES],
+            non_const_buffer_device=[s.NonConstBufferDevice(buffer_idx=2, device_type=DEVICE, device_index=0)],
+        )
+
+
+def serialize(plans: list[s.ExecutionPlan]) -> bytes:
+    """The `.pte` bytes of a program with these execution plans."""
+    program = s.Program(
+        version=0, execution_plan=plans, constant_buffer=[s.Buffer(storage=b"")],
+        backend_delegate_data=[s.BackendDelegateInlineData(data=b"synthetic")], segments=[],
+        constant_segment=s.SubsegmentOffsets(segment_index=0, offsets=[]),
+    )
+    return bytes(serialize_pte_binary(PTEFile(program=program)))
+
+
+# --------------------------------------------------------------------------- shapes
+
+
+def _ladder_plan(blocks: int, name: str = "forward") -> s.ExecutionPlan:
+    b = PlanBuilder(name)
+    x = b.input()
+    for _ in range(blocks):
+        first, second = b.h2d(x), b.h2d(x)  # the second is XF004's duplicate
+        (y,) = b.delegate([first, second])
+        on_host = b.host(b.d2h(y))  # host op between cuda:0 partitions: XF005
+        (z,) = b.delegate([b.h2d(on_host)])
+        x = b.d2h(z)
+    b.outputs.append(x)
+    return b.plan()
+
+
+@lru_cache(maxsize=16)
+def ladder(blocks: int) -> bytes:
+    return serialize([_ladder_plan(blocks)])
+
+
+@lru_cache(maxsize=16)
+def in_place_ladder(blocks: int) -> bytes:
+    b = PlanBuilder()
+    x = b.input()
+    outs = []
+    for _ in range(blocks):
+        b.kernel("aten::cos", "out", [x, x, x])  # writes x in place
+        (y,) = b.delegate([b.h2d(x)])
+        outs.append(b.d2h(y))
+    b.outputs.extend(outs[-1:])
+    return serialize([b.plan()])
+
+
+@lru_cache(maxsize=16)
+def wide_delegate(args: int) -> bytes:
+    b = PlanBuilder()
+    copies = [b.h2d(b.input()) for _ in range(args)]
+    (y,) = b.delegate(copies)
+    b.outputs.append(b.d2h(y))
+    return serialize([b.plan()])
+
+
+@lru_cache(maxsize=16)
+def fan_out(readers: int) -> bytes:
+    b = PlanBuilder()
+    x = b.input()
+    for _ in range(readers):
+        (y,) = b.delegate([b.h2d(x)])
+        b.outputs.append(b.d2h(y))
+    return serialize([b.plan()])
+
+
+@lru_cache(maxsize=16)
+def loops(count: int, trips: int = 3) -> bytes:
+    b = PlanBuilder()
+    x = b.input()
+    one, limit = b.int_(1), b.int_(trips)
+    for _ in range(count):
+        counter, done = b.int_(0), b.bool_(False)
+        start = len(b.instructions)
+        (y,) = b.delegate([b.h2d(x)])
+        on_host = b.host(b.d2h(y))
+        (z,) = b.delegate([b.h2d(on_host)])
+        out = b.d2h(z)
+        b.kernel("executorch_prim::add", "Scalar", [counter, one, counter])
+        b.kernel("executorch_prim::eq", "Scalar", [counter, limit, done])
+        b.jump_false(done, start)
+        x = out
+    b.outputs.append(x)
+    return serialize([b.plan()])
+
+
+@lru_cache(maxsize=16)
+def methods(count: int, blocks: int = 4) -> bytes:
+    return serialize([_ladder_plan(blocks, name=f"method_{k}") for k in range(count)])
+
+
+def instructions(data: bytes, method: Optional[int] = None) -> int:
+    """Instructions in the program (every method, or one)."""
+    from xferlint.frontends.pte.program import read_program
+
+    plans = read_program(data).plans
+    chosen = plans if method is None else [plans[method]]
+    return sum(len(c.instructions) for p in chosen for c in p.chains)
