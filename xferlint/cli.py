@@ -78,6 +78,38 @@ def _byte_budget(text: str) -> int:
     return value
 
 
+def _jobs(text: str) -> int:
+    """`-j N`: how many entry points run at once, 1 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of jobs, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"at least 1 job (got {value})")
+    return value
+
+
+def _seconds(text: str) -> float:
+    """`--timeout SECONDS`: a number above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"a timeout above 0 seconds (got {text})")
+    return value
+
+
+def _add_workers(parser: argparse.ArgumentParser, jobs: bool = True) -> None:
+    if jobs:
+        parser.add_argument("-j", "--jobs", type=_jobs, metavar="N",
+                            help="Entry points to run at once, each in its own worker process (default: the cores "
+                                 "available)")
+    parser.add_argument("--timeout", type=_seconds, metavar="SECONDS",
+                        help="Give each entry point at most SECONDS to load and lint; one that takes longer is an "
+                             "error (default: no limit)")
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with xferlint's one error form: `error: ...` and exit 2, no usage block."""
 
@@ -137,6 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--only-programs", action="store_true",
                        help="Skip inputs that are no program (a .py file without a top-level `program`, an "
                             "unknown suffix) instead of failing on them: for pre-commit, which passes every changed file")
+    _add_workers(check)
     _add_common(check)
 
     rule = sub.add_parser("rule", help="Explain a rule (or every rule with --all)")
@@ -153,6 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
     fix.add_argument("--diff", action="store_true", help="Also print the copies removed, as a diff")
     _add_verbosity(fix)
     _add_selection(fix)
+    _add_workers(fix, jobs=False)
     _add_common(fix)
 
     sub.add_parser("schema", help="Print the JSON Schema of `check --output-format json`")
@@ -174,6 +208,8 @@ def _settings(args: argparse.Namespace):
             "strict": args.strict,
             "project_root": args.project_root,
             "unsafe_fixes": getattr(args, "unsafe_fixes", None),
+            "jobs": getattr(args, "jobs", None),
+            "timeout": getattr(args, "timeout", None),
         }.items()
         if value is not None
     }
@@ -237,10 +273,11 @@ def _refuse_combinations(args: argparse.Namespace, settings) -> None:
 def cmd_check(args: argparse.Namespace) -> int:
     from xferlint.fixes.driver import settle_fixability
     from xferlint.frontends.discovery import from_settings
-    from xferlint.pipeline import check_paths, configure
+    from xferlint.pipeline import configure
     from xferlint.per_file_ignores import apply as apply_per_file_ignores
     from xferlint.reporters import TIMELINE_FORMATS, emit
     from xferlint.selection import select_rules
+    from xferlint.workers import FixOptions, check_paths
 
     settings = _settings(args)
     _refuse_combinations(args, settings)
@@ -259,7 +296,10 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     root = project_root(settings.project_root)
     run = check_paths(paths, rules, strict=settings.strict, source_map=source_map, discovery=discovery,
-                      timelines=draws, project_root=root)
+                      timelines=draws, jobs=settings.jobs, timeout=settings.timeout,
+                      quiet=bool(getattr(args, "quiet", False) or getattr(args, "silent", False)),
+                      fix=FixOptions(unsafe_fixes=settings.unsafe_fixes) if args.diff else None,
+                      project_root=root)
     noqa_commands.print_notes(run)
     apply_per_file_ignores(run, settings.per_file_ignores, settings.extend_per_file_ignores)
     tried = settle_fixability(run, rules, unsafe_fixes=settings.unsafe_fixes, strict=settings.strict)
@@ -381,9 +421,9 @@ def _check_fix(run, rules, settings, tried) -> None:
 
 
 def cmd_fix(args: argparse.Namespace) -> int:
-    from xferlint.fixes.driver import fix_input
     from xferlint.fsutil import write_atomic
     from xferlint.selection import select_rules
+    from xferlint.workers import fix_input
 
     settings = _settings(args)
     rules = select_rules(settings.select, settings.ignore, settings.extend_select)
@@ -396,7 +436,8 @@ def cmd_fix(args: argparse.Namespace) -> int:
         raise UsageError(f"{output}: directory {directory} does not exist")
     if os.path.isfile(output) and not os.stat(output).st_mode & 0o222:
         raise UsageError(f"{output}: the file is read-only; not replacing it")
-    result = fix_input(args.input, rules, unsafe_fixes=settings.unsafe_fixes, strict=settings.strict)
+    result = fix_input(args.input, rules, unsafe_fixes=settings.unsafe_fixes, strict=settings.strict,
+                       timeout=settings.timeout)
     from xferlint.noqa_commands import fix_comments_of
 
     fix_comments_of(args.input, rules, settings.project_root, settings.strict)  # XF100: the model's comments

@@ -43,6 +43,9 @@ class Settings:
     exclude: Optional[list[str]] = described(
         "Glob patterns of files and directories directory discovery skips (replaces the defaults)", default=None)
     extend_exclude: list[str] = described("Patterns to skip on top of `exclude`", default_factory=list)
+    jobs: Optional[int] = described("Entry points run at once, each in its own worker process (default: the "
+                                    "cores available)", default=None)
+    timeout: Optional[float] = described("Seconds each entry point may take (default: no limit)", default=None)
     per_file_ignores: dict[str, list[str]] = described(
         "Glob pattern (relative to the config file's directory) -> rules ignored in the files it matches; "
         "made absolute when the file is read", default_factory=dict)
@@ -139,6 +142,10 @@ def _parse(path: str, table: dict) -> Settings:
     if settings.max_transfer_bytes is not None and settings.max_transfer_bytes < 0:
         raise ConfigError(f"{path}: [tool.xferlint] max-transfer-bytes: a budget cannot be negative "
                           f"({settings.max_transfer_bytes})")
+    if settings.jobs is not None and settings.jobs < 1:
+        raise ConfigError(f"{path}: [tool.xferlint] jobs: at least 1 (got {settings.jobs})")
+    if settings.timeout is not None and not settings.timeout > 0:
+        raise ConfigError(f"{path}: [tool.xferlint] timeout: a number of seconds above 0 (got {settings.timeout})")
     return settings
 
 

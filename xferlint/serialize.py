@@ -163,6 +163,10 @@ def _mismatch(hint: Any, value: Any) -> Optional[str]:
         if isinstance(value, bool) or not isinstance(value, int):
             return f"expected a whole number, got {value!r}"
         return None
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return f"expected a number, got {value!r}"
+        return None
     if hint is str:
         return None if isinstance(value, str) else f"expected a string, got {value!r}"
     if origin in (list, tuple):

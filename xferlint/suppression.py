@@ -270,6 +270,18 @@ class Record:
                 "inSource", directive.justification, f"{directive.file}:{directive.line}")))
         return kept
 
+    def absorb(self, other: "Record") -> None:
+        """Add what `other` (the record of one input, e.g. from a worker process) recorded."""
+        self.suppressed.extend(other.suppressed)
+        self.unhonoured.extend(other.unhonoured)
+        self.used |= other.used
+        for path, view in other.sources.items():
+            self.sources.setdefault(path, view)
+
+    def blank(self) -> "Record":
+        """An empty record with this one's settings (for one input)."""
+        return Record(root=self.root, enabled=self.enabled, tracks_sources=self.tracks_sources)
+
     def add_program(self, view) -> None:
         """Remember the source files of a program (its entry point, every located node)."""
         files = set()

@@ -8,7 +8,7 @@ from typing import Optional, Sequence
 
 from xferlint.analyzer.view import ProgramView
 from xferlint.errors import FixError, UsageError
-from xferlint.frontends import LoadedProgram
+from xferlint.frontends import Detached, LoadedProgram
 from xferlint.frontends.entrypoints import expand
 from xferlint.findings import Finding
 from xferlint.pipeline import CheckRun, collector_paused, load_entry
@@ -34,6 +34,8 @@ def fix_loaded(loaded: LoadedProgram, rules: Sequence[Rule], *, unsafe_fixes: bo
         from xferlint.fixes.pte import fix_pte
 
         return fix_pte(loaded, rules, origin, unsafe_fixes=unsafe_fixes, strict=strict)
+    if isinstance(loaded.native, Detached):  # loaded (and fixed) in a worker process
+        return loaded.native.fixed(view.input)
     if loaded.native is None:
         raise FixError(f"{view.input}: a hand-built ProgramView has no program behind it to fix")
     from xferlint.fixes import fix_native
@@ -42,6 +44,8 @@ def fix_loaded(loaded: LoadedProgram, rules: Sequence[Rule], *, unsafe_fixes: bo
 
 
 def _is_exported_program(native) -> bool:
+    if isinstance(native, Detached):  # loaded in a worker process: its class names came back
+        return "ExportedProgram" in native.classes
     return any(c.__name__ == "ExportedProgram" for c in type(native).__mro__)
 
 

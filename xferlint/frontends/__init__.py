@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Optional
 
 from xferlint.analyzer.view import ProgramView
 
@@ -23,3 +23,25 @@ class LoadedProgram:
 
     view: ProgramView
     native: Any = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Detached:
+    """The `native` of a program that was loaded in a worker process and stayed there
+    (xferlint/workers): rules and reporters need only the view; a fix the worker tried
+    comes back as `fix` (a FixResult without its program) or `fix_error` (why not)."""
+
+    fix: Any = None
+    fix_error: Optional[str] = None
+    classes: frozenset = frozenset()  # the class names of the native program's type and bases
+
+    @staticmethod
+    def class_names(native: Any) -> frozenset:
+        return frozenset(c.__name__ for c in type(native).__mro__) if native is not None else frozenset()
+
+    def fixed(self, label: str) -> Any:
+        from xferlint.errors import FixError
+
+        if self.fix is not None:
+            return self.fix
+        raise FixError(self.fix_error or f"{label}: the program was loaded in a worker process and not fixed there")

@@ -1,0 +1,345 @@
+"""Entry points in worker processes (issue 11 items 4 and 5).
+
+The pool (xferlint/workers/pool.py) is tested in-process with plain Python tasks (no torch);
+the CLI through real subprocesses, -j 1 and -j 2 side by side on the same inputs: entry
+points that exit, hang, raise KeyboardInterrupt, raise, segfault and are SIGKILLed (what the
+OOM killer does: the model kills itself rather than exhausting a shared machine's memory),
+mixed with good ones; Ctrl-C in the middle of a run; the progress line on a terminal.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import pty
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from xferlint.progress import Progress
+from xferlint.workers.pool import Done, Failed, Task, run_tasks
+
+# --------------------------------------------------------------------------- the pool
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def _pid_file_task(path: str, then):
+    def run():
+        with open(path, "w") as handle:
+            handle.write(str(os.getpid()))
+        return then()
+
+    return run
+
+
+def _sleep_forever():
+    while True:
+        time.sleep(0.05)
+
+
+def _segfault():
+    import ctypes
+
+    ctypes.string_at(0)
+
+
+def _raise():
+    raise ValueError("from the task")
+
+
+def test_pool_outcomes_in_order_each_failure_one_line(tmp_path):
+    pid_file = str(tmp_path / "sleeper.pid")
+    tasks = [
+        Task("ok", lambda: {"n": 1}),
+        Task("exits", lambda: os._exit(3)),
+        Task("sleeps", _pid_file_task(pid_file, _sleep_forever)),
+        Task("segv", _segfault),
+        Task("killed", lambda: os.kill(os.getpid(), signal.SIGKILL)),
+        Task("raises", _raise),
+        Task("big", lambda: b"x" * (3 << 20)),  # larger than a pipe's buffer
+    ]
+    outcomes = run_tasks(tasks, jobs=2, timeout=3, write=lambda data: None,
+                         timeout_message=lambda label, s: f"{label}: over {s:g} s")
+    assert outcomes[0] == Done({"n": 1})
+    assert outcomes[6] == Done(b"x" * (3 << 20))
+    messages = [o.message for o in outcomes[1:6]]
+    assert all(isinstance(o, Failed) for o in outcomes[1:6])
+    assert "exited with status 3" in messages[0]
+    assert messages[1] == "sleeps: over 3 s"
+    assert "crashed (SIGSEGV)" in messages[2]
+    assert "killed (SIGKILL" in messages[3]
+    assert "ValueError: from the task" in messages[4] and messages[4].startswith("raises: ")
+    assert all("\n" not in m for m in messages)
+    with open(pid_file) as handle:
+        assert _gone(int(handle.read()))
+
+
+def _chatty(text: str, delay: float):
+    def run():
+        time.sleep(delay)
+        print(text, flush=True)
+        os.write(2, f"{text} on fd 2\n".encode())
+        return text
+
+    return run
+
+
+def test_pool_output_in_task_order_whatever_finishes_first():
+    for jobs in (1, 3):
+        written = bytearray()
+        tasks = [Task("slow", _chatty("first", 0.3)), Task("fast", _chatty("second", 0)),
+                 Task("faster", _chatty("third", 0))]
+        outcomes = run_tasks(tasks, jobs=jobs, write=written.extend)
+        assert [o.payload for o in outcomes] == ["first", "second", "third"]
+        assert written.decode() == "first\nfirst on fd 2\nsecond\nsecond on fd 2\nthird\nthird on fd 2\n"
+
+
+def test_pool_interrupted_kills_every_worker(tmp_path):
+    pid_files = [str(tmp_path / f"{i}.pid") for i in range(2)]
+    tasks = [Task(f"t{i}", _pid_file_task(p, _sleep_forever)) for i, p in enumerate(pid_files)]
+
+    def interrupt_once_both_run(done, running):
+        if len(running) == 2 and all(os.path.exists(p) and os.path.getsize(p) for p in pid_files):
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_tasks(tasks, jobs=2, on_change=interrupt_once_both_run, write=lambda data: None)
+    for path in pid_files:
+        with open(path) as handle:
+            assert _gone(int(handle.read()))
+
+
+# --------------------------------------------------------------------------- progress
+
+
+def _screen(transcript: str) -> str:
+    """What a terminal shows after `transcript`: `\\r` returns, ESC[K erases to the end."""
+    lines, line, col = [], [], 0
+    for part in re.split(r"(\r|\n|\x1b\[K)", transcript):
+        if part == "\r":
+            col = 0
+        elif part == "\n":
+            lines.append("".join(line))
+            line, col = [], 0
+        elif part == "\x1b[K":
+            del line[col:]
+        else:
+            for ch in part:
+                if col < len(line):
+                    line[col] = ch
+                else:
+                    line.append(ch)
+                col += 1
+    if line:
+        lines.append("".join(line))
+    return "\n".join(lines)
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_progress_waits_a_second_then_shows_and_leaves_nothing():
+    clock, stream = _Clock(), io.StringIO()
+    with Progress(3, stream=stream, enabled=True, clock=clock) as progress:
+        progress.update(0, ["a.py:program"])
+        assert stream.getvalue() == ""  # a quick run shows nothing
+        clock.now += 1.5
+        progress.update(1, ["b.py:program", "c.py:program"])
+        assert _screen(stream.getvalue()) == "xferlint: 1/3 inputs, lowering b.py:program (+1 more), 2 s"
+        progress.clear()
+        stream.write("user output\n")
+        clock.now += 2
+        progress.update(2, ["c.py:program"])
+    assert _screen(stream.getvalue()) == "user output"  # and the progress line gone
+
+
+def test_progress_off_when_quiet_or_not_a_terminal():
+    for kwargs in ({"quiet": True, "enabled": True}, {}):
+        clock, stream = _Clock(), io.StringIO()  # StringIO is not a terminal
+        progress = Progress(2, stream=stream, clock=clock, **kwargs)
+        clock.now += 5
+        progress.update(1, ["a.py:program"])
+        progress.close()
+        assert stream.getvalue() == ""
+
+
+# --------------------------------------------------------------------------- the command
+
+MODEL = textwrap.dedent(
+    """\
+    import torch
+
+    from xferlint.testing import lower
+
+
+    class Pair(torch.nn.Module):
+        def forward(self, x, y):
+            a = x + y
+            return torch.sin(a)
+
+
+    def build(devices, **kwargs):
+        return lower(Pair(), (torch.ones(4, 4), torch.ones(4, 4)), devices, **kwargs)
+    """
+)
+
+# A good entry point that needs no lowering: a hand-built view with one dead D2H (XF003).
+FAST = textwrap.dedent(
+    """\
+    from xferlint.analyzer.lattice import CPU, Device
+    from xferlint.analyzer.view import MethodView, Node, OpKind, ProgramView, TensorMeta, Value
+
+    meta = TensorMeta(shape=(4, 4), dtype="float32", nbytes=64)
+    cuda = Device("cuda", 0)
+    values = {"x": Value(id="x", tensor=meta, declared_device=CPU),
+              "d": Value(id="d", tensor=meta, declared_device=cuda),
+              "h": Value(id="h", tensor=meta, declared_device=CPU)}
+    nodes = (Node(0, "x", OpKind.INPUT, "input", outputs=("x",)),
+             Node(1, "h2d", OpKind.H2D, "et_copy._h2d_copy.default", inputs=("x",), outputs=("d",), device=cuda),
+             Node(2, "d2h", OpKind.D2H, "et_copy._d2h_copy.default", inputs=("d",), outputs=("h",)))
+    program = ProgramView(input="fast.py:program", name="program", kind="graph",
+                          methods=(MethodView(name="forward", nodes=nodes, values=values, outputs=("d",)),))
+    """
+)
+
+HANG = "import os, time\nopen('hang.pid', 'w').write(str(os.getpid()))\nwhile True:\n    time.sleep(0.05)\nprogram = None\n"
+
+FILES = {
+    "good.py": MODEL + 'print("chatter from good.py")\nprogram = build(["cuda:0", "cuda:0"], elide=False)\n',
+    "staging.py": MODEL + 'def program():\n    print("chatter from staging.py")\n    return build(["cuda:0", "cuda:1"])\n',
+    "fast.py": FAST,
+    "exits.py": "import os\nprint('leaving', flush=True)\nos._exit(3)\nprogram = None\n",
+    "sysexit.py": "import sys\nsys.exit(4)\nprogram = None\n",
+    "interrupt.py": "raise KeyboardInterrupt\nprogram = None\n",
+    "raises.py": "def program():\n    raise ValueError('no model today')\n",
+    "segfault.py": "import ctypes\nctypes.string_at(0)\nprogram = None\n",
+    # What the OOM killer does to a process, without filling a shared machine's memory.
+    "oom.py": "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\nprogram = None\n",
+    "hang.py": HANG,
+}
+BAD = {  # input -> what its one error line says
+    "exits.py:program": "exited with status 3",
+    "sysexit.py:program": "raised SystemExit: 4",
+    "interrupt.py:program": "raised KeyboardInterrupt",
+    "raises.py:program": "ValueError: no model today",
+    "segfault.py:program": "crashed (SIGSEGV)",
+    "oom.py:program": "killed (SIGKILL",
+}
+
+
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory):
+    root = tmp_path_factory.mktemp("workers")
+    for name, text in FILES.items():
+        (root / name).write_text(text)
+    return root
+
+
+def _start(exe, *args, cwd, stderr=subprocess.PIPE):
+    return subprocess.Popen([exe, "check", "--isolated", *args], cwd=cwd, stdout=subprocess.PIPE, stderr=stderr,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+
+def _finish(proc):
+    out, err = proc.communicate(timeout=600)
+    err = (err or b"").decode()
+    assert "Traceback" not in err, err[-3000:]
+    return proc.returncode, out.decode(), err
+
+
+def _error_lines(err: str) -> list[str]:
+    return [line for line in err.splitlines() if line.startswith("error: ")]
+
+
+@pytest.fixture(scope="module")
+def mixed(xferlint_exe, ws):
+    """The same bad and good entry points under -j 1 and -j 2 (both runs at once)."""
+    inputs = ["good.py", *[b.split(":")[0] for b in BAD], "staging.py"]
+    runs = {jobs: _start(xferlint_exe, "-j", str(jobs), "--format", "json", *inputs, cwd=ws) for jobs in (1, 2)}
+    return {jobs: _finish(proc) for jobs, proc in runs.items()}
+
+
+def test_each_bad_entry_point_is_one_error_line_and_the_good_ones_are_reported(mixed):
+    for code, out, err in mixed.values():
+        assert code == 2
+        report = json.loads(out)
+        assert sorted((f["input"], f["code"]) for f in report["findings"]) == [
+            ("good.py:program", "XF001"), ("staging.py:program", "XF002")]
+        assert sorted(e["input"] for e in report["errors"]) == sorted(BAD)
+        lines = _error_lines(err)
+        assert len(lines) == len(BAD), err
+        for label, problem in BAD.items():
+            (line,) = [x for x in lines if x.startswith(f"error: {label}: ")]
+            assert problem in line, line
+        assert "chatter from good.py" in err and "chatter from staging.py" in err  # never on stdout
+        assert "chatter" not in out
+
+
+def test_output_is_the_same_for_any_number_of_jobs(mixed):
+    assert mixed[1][1] == mixed[2][1]  # the report, byte for byte
+    assert mixed[1][2] == mixed[2][2]  # user output and errors too: workers' output is replayed in input order
+
+
+def test_a_hanging_entry_point_times_out_and_progress_shows_on_a_terminal(xferlint_exe, ws):
+    """--timeout: the hanging input is one error line, the others are reported; with
+    stderr on a terminal the run (longer than a second) shows progress, erased at the end."""
+    args = ("--timeout", "5", "--format", "json", "hang.py", "fast.py")
+    plain = _start(xferlint_exe, "-j", "1", *args, cwd=ws)
+    leader, follower = pty.openpty()
+    tty = _start(xferlint_exe, "-j", "2", *args, cwd=ws, stderr=follower)
+    os.close(follower)
+    transcript = bytearray()
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:  # EIO: the run ended and closed the terminal
+            break
+        if not chunk:
+            break
+        transcript += chunk
+    os.close(leader)
+    results = [_finish(plain), _finish(tty)]
+    for code, out, _ in results:
+        assert code == 2
+        report = json.loads(out)
+        assert [(f["input"], f["code"]) for f in report["findings"]] == [("fast.py:program", "XF003")]
+        assert [e["message"] for e in report["errors"]] == ["hang.py:program: entry point did not finish within 5 s"]
+    assert results[0][1] == results[1][1]
+    assert _error_lines(results[0][2]) == ["error: hang.py:program: entry point did not finish within 5 s"]
+    shown = transcript.decode(errors="replace").replace("\r\n", "\n")
+    assert "xferlint: 1/2 inputs, lowering hang.py:program" in shown
+    assert _screen(shown).strip() == "error: hang.py:program: entry point did not finish within 5 s"
+
+
+def test_ctrl_c_stops_the_run_cleanly(xferlint_exe, tmp_path):
+    (tmp_path / "hang.py").write_text(HANG)
+    (tmp_path / "fast.py").write_text(FAST)
+    proc = _start(xferlint_exe, "-j", "2", "-o", "report.json", "fast.py", "hang.py", cwd=tmp_path)
+    pid_file = tmp_path / "hang.pid"
+    while not (pid_file.exists() and pid_file.read_text()):  # the hanging model runs
+        assert proc.poll() is None
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    code, out, err = _finish(proc)
+    assert code == 130 and out == ""
+    assert err.strip().splitlines()[-1] == "error: interrupted"
+    assert _gone(int(pid_file.read_text()))
+    assert sorted(os.listdir(tmp_path)) == ["fast.py", "hang.pid", "hang.py"]  # no report, no temp file

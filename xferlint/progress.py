@@ -1,0 +1,80 @@
+"""A one-line progress display on stderr for long runs.
+
+Shown only when the stream is a terminal, not quiet, and the run has taken longer than
+`delay` seconds (a quick run prints nothing); redrawn in place with a carriage return and
+erased (`clear`) before anything else is written to stderr and when the run ends, so no
+trace of it is left in the terminal or in any report. A few lines of stdlib: a progress
+library would cost more import time than the whole `.pte` path.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import time
+from typing import Callable, Optional, Sequence, TextIO
+
+_ERASE = "\r\x1b[K"
+
+
+class Progress:
+    """`update(done, running)` as inputs finish; `close()` (or `with`) at the end."""
+
+    def __init__(self, total: int, *, quiet: bool = False, stream: Optional[TextIO] = None,
+                 enabled: Optional[bool] = None, delay: float = 1.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        if enabled is None:
+            isatty = getattr(self.stream, "isatty", None)
+            enabled = bool(isatty and isatty())
+        self.enabled = enabled and not quiet and total > 0
+        self.total = total
+        self.delay = delay
+        self.clock = clock
+        self.started = clock()
+        self.shown = False
+        self._last: Optional[tuple] = None
+        self._drawn_at = -1.0
+
+    def update(self, done: int, running: Sequence[str] = ()) -> None:
+        if not self.enabled:
+            return
+        now = self.clock()
+        elapsed = now - self.started
+        if elapsed < self.delay:
+            return
+        state = (done, tuple(running), int(elapsed))
+        if state == self._last and now - self._drawn_at < 1.0:
+            return
+        self._last, self._drawn_at = state, now
+        self.stream.write(_ERASE + self._fit(self.line(done, running, elapsed)))
+        self.stream.flush()
+        self.shown = True
+
+    def line(self, done: int, running: Sequence[str], elapsed: float) -> str:
+        text = f"xferlint: {done}/{self.total} inputs"
+        if running:
+            text += f", lowering {running[0]}" + (f" (+{len(running) - 1} more)" if len(running) > 1 else "")
+        return f"{text}, {elapsed:.0f} s"
+
+    def _fit(self, text: str) -> str:
+        width = shutil.get_terminal_size((80, 24)).columns - 1
+        return text if len(text) <= width else text[: max(width - 3, 0)] + "..."
+
+    def clear(self) -> None:
+        """Erase the line (before other output goes to the same terminal)."""
+        if self.shown:
+            self.stream.write(_ERASE)
+            self.stream.flush()
+            self.shown = False
+            self._last = None
+
+    def close(self) -> None:
+        self.clear()
+        self.enabled = False
+
+    def __enter__(self) -> "Progress":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

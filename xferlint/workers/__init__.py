@@ -1,0 +1,13 @@
+"""Worker processes for entry points (user code): `check_paths`, `fix_input`.
+
+    pool.py    fork one child per task from a warm parent, `jobs` at a time, deadlines,
+               crashes and exits as one-line failures, children's output in task order
+    check.py   the check and fix pipelines with Python entry points in workers
+
+This package sits above the pipeline and the fixes (it runs both in its children); the
+CLI calls it, nothing below imports it.
+"""
+
+from xferlint.workers.check import FixOptions, check_paths, default_jobs, fix_input
+
+__all__ = ["FixOptions", "check_paths", "default_jobs", "fix_input"]

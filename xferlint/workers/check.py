@@ -1,0 +1,263 @@
+"""`xferlint check` and `xferlint fix` with entry points run in worker processes.
+
+    inputs --expand--> slots (in input order)
+      .pte / .pt2      -> pipeline.check_entry here (torch-free, fast)
+      Python entry pt  -> a forked worker: load (user code) -> analyze -> rules
+                          -> Partial (views, findings, transfers, timelines: plain data)
+    slots --merge in input order--> CheckRun (as pipeline.check_paths builds it)
+
+torch and ExecuTorch are imported here once, and only when some input is an entry point,
+so every worker starts warm. A worker's native program (the ExecutorchProgramManager)
+stays in it: the run holds its view with a `Detached` native. Planning fixes (the `[*]`
+marks) needs only the view; `check --diff` needs the fixes themselves, so with
+`fix=FixOptions(...)` the worker also tries them and sends the FixResult back without its
+program. `xferlint fix` on an entry point lowers and fixes in one worker and gets the
+emitted bytes back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import os
+from dataclasses import dataclass
+from typing import Any, Iterable, Optional, Sequence, Union
+
+from xferlint.analyzer.summary import MethodTransfers
+from xferlint.analyzer.timeline import MethodTimeline
+from xferlint.analyzer.view import ProgramView
+from xferlint.errors import FixError, InputError, XferlintError
+from xferlint.findings import Finding, InputErrorEntry
+from xferlint.frontends import Detached, LoadedProgram
+from xferlint.frontends.discovery import Discovery
+from xferlint.frontends.entrypoints import EntryPoint, expand, stdout_to_stderr
+from xferlint.pipeline import CheckRun, check_entry, comment_findings, error_entry, new_record
+from xferlint.progress import Progress
+from xferlint.rules.base import Rule
+from xferlint.suppression import Record
+from xferlint.workers.pool import Done, Failed, Task, run_tasks, write_stderr
+
+PRELOAD = ("torch", "executorch.exir", "xferlint.frontends.executorch")
+
+
+def default_jobs() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def timed_out(label: str, seconds: float) -> str:
+    return f"{label}: entry point did not finish within {seconds:g} s"
+
+
+@dataclass(frozen=True, slots=True)
+class FixOptions:
+    """Try the fixes in the worker too (`check --diff`)."""
+
+    unsafe_fixes: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Partial:
+    """What a worker sends back for one entry point, in the order check_entry made it."""
+
+    errors: list[InputErrorEntry]
+    views: list[ProgramView]
+    findings: list[Finding]
+    transfers: list[MethodTransfers]
+    timelines: Optional[list[MethodTimeline]]
+    fixes: list[Optional[Union[Any, str]]]  # per view: FixResult without program | why not | None
+    classes: list[frozenset]  # per view: the native program's class names (Detached.classes)
+    record: Record  # what noqa comments suppressed in this input, its source files (XF100)
+
+
+def preload(extra: Sequence[str] = ()) -> None:
+    """Import torch and ExecuTorch once, here, so that forked workers start with them.
+    A failure is left to each worker to report against its input."""
+    with stdout_to_stderr():
+        for name in PRELOAD + tuple(extra):
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001 - ImportError and whatever an import raises
+                return
+
+
+def check_paths(paths: Iterable[str], rules: Sequence[Rule], *, strict: bool = False,
+                source_map: Optional[dict] = None, discovery: Optional[Discovery] = None, timelines: bool = False,
+                jobs: Optional[int] = None, timeout: Optional[float] = None, quiet: bool = False,
+                fix: Optional[FixOptions] = None, project_root: Optional[str] = None) -> CheckRun:
+    """pipeline.check_paths with every Python entry point in a worker, `jobs` at a time,
+    each within `timeout` seconds; progress on stderr when it is a terminal (not `quiet`).
+    Each input keeps its own suppression record, merged in input order."""
+    template = new_record(rules, project_root)
+    slots: list[Union[InputErrorEntry, EntryPoint]] = []
+    for spec in paths:
+        try:
+            slots.extend(expand(spec, discovery))
+        except InputError as exc:
+            slots.append(error_entry(spec, exc))
+    parts: list[Optional[CheckRun]] = [None] * len(slots)
+    remote = [i for i, s in enumerate(slots) if isinstance(s, EntryPoint) and not s.is_program_file]
+    with Progress(len(slots), quiet=quiet) as progress:
+        here = [(i, s) for i, s in enumerate(slots) if isinstance(s, EntryPoint) and s.is_program_file]
+        for done, (i, slot) in enumerate(here):
+            progress.update(done, [slot.label])
+            parts[i] = _part(timelines, template)
+            check_entry(parts[i], slot, rules, strict, source_map)
+        done = len(slots) - len(remote)  # and the inputs that did not expand
+        if remote:
+            preload(("xferlint.fixes.program",) if fix is not None else ())
+            tasks = [Task(slots[i].label, _check_task(slots[i], rules, strict, timelines, fix, template))
+                     for i in remote]
+
+            def write(data: bytes) -> None:
+                progress.clear()  # user output goes on its own lines, the progress line redrawn after
+                write_stderr(data)
+
+            outcomes = run_tasks(tasks, jobs or default_jobs(), timeout,
+                                 on_change=(lambda n, running: progress.update(done + n, running))
+                                 if progress.enabled else None,
+                                 write=write, timeout_message=timed_out)
+            for i, outcome in zip(remote, outcomes):
+                parts[i] = _merged_part(slots[i], outcome, timelines, template)
+    run = CheckRun(timelines=[] if timelines else None, record=template)
+    for slot, part in zip(slots, parts):
+        run.inputs += 1
+        if part is None:
+            run.errors.append(slot)  # an input that did not expand
+            continue
+        _absorb(run, part)
+    run.comment_findings = comment_findings(run.record, rules)
+    return run
+
+
+def _part(timelines: bool, template: Record) -> CheckRun:
+    return CheckRun(timelines=[] if timelines else None, record=template.blank())
+
+
+def _absorb(run: CheckRun, part: CheckRun) -> None:
+    run.errors.extend(part.errors)
+    run.loaded.extend(part.loaded)
+    run.findings.extend(part.findings)
+    run.transfers.extend(part.transfers)
+    run.lints.extend(part.lints)
+    run.record.absorb(part.record)
+    if run.timelines is not None and part.timelines is not None:
+        run.timelines.extend(part.timelines)
+
+
+def _merged_part(entry: EntryPoint, outcome: Union[Done, Failed], timelines: bool, template: Record) -> CheckRun:
+    part = _part(timelines, template)
+    if isinstance(outcome, Failed):
+        part.errors.append(InputErrorEntry(input=entry.label, message=outcome.message, kind="input"))
+        return part
+    got: Partial = outcome.payload
+    part.errors.extend(got.errors)
+    for view, tried, classes in zip(got.views, got.fixes, got.classes):
+        native = Detached(fix=tried, classes=classes) if not isinstance(tried, str) else \
+            Detached(fix_error=tried, classes=classes)
+        part.loaded.append(LoadedProgram(view=view, native=native))
+    part.findings.extend(got.findings)
+    part.transfers.extend(got.transfers)
+    part.record = got.record
+    if part.timelines is not None and got.timelines is not None:
+        part.timelines.extend(got.timelines)
+    return part
+
+
+# --------------------------------------------------------------------------- in the worker
+
+
+def _check_task(entry: EntryPoint, rules: Sequence[Rule], strict: bool, timelines: bool,
+                fix: Optional[FixOptions], template: Record):
+    def run() -> Partial:
+        part = _part(timelines, template)
+        try:
+            check_entry(part, entry, rules, strict)
+        except KeyboardInterrupt:  # raised by the user's code (the worker ignores SIGINT)
+            part.errors.append(error_entry(entry.label, InputError(f"{entry.label}: loading it raised "
+                                                                   "KeyboardInterrupt")))
+        fixes = _try_fixes(part, rules, strict, fix) if fix is not None else [None] * len(part.loaded)
+        return Partial(errors=part.errors, views=[loaded.view for loaded in part.loaded], findings=part.findings,
+                       transfers=part.transfers, timelines=part.timelines, fixes=fixes,
+                       classes=[Detached.class_names(loaded.native) for loaded in part.loaded],
+                       record=part.record)
+
+    return run
+
+
+def _try_fixes(part: CheckRun, rules: Sequence[Rule], strict: bool, fix: FixOptions) -> list:
+    """The fixes `fix_run` will ask for: each program with a fixable finding once
+    settle_fixability has marked what planning refuses (on a scratch copy: the findings
+    sent back are the unsettled ones, which the parent settles as it would in-process)."""
+    from xferlint.fixes.driver import fix_loaded, settle_fixability
+
+    scratch = CheckRun(findings=list(part.findings), loaded=list(part.loaded), transfers=list(part.transfers))
+    settle_fixability(scratch, rules, unsafe_fixes=fix.unsafe_fixes, strict=strict)
+    out: list = []
+    for loaded in part.loaded:
+        if not any(f.fixable for f in scratch.findings_of(loaded.view)):
+            out.append(None)
+            continue
+        try:
+            result = fix_loaded(loaded, rules, unsafe_fixes=fix.unsafe_fixes, strict=strict)
+        except FixError as exc:
+            out.append(str(exc))
+            continue
+        out.append(dataclasses.replace(result, program=None))
+    return out
+
+
+# --------------------------------------------------------------------------- xferlint fix
+
+
+@dataclass(frozen=True)
+class Emitted:
+    """An emitted program's bytes, in place of the ExecutorchProgramManager a worker built
+    (what FixResult.buffer and .data_files read)."""
+
+    buffer: bytes
+    _tensor_data: dict
+
+
+@dataclass(frozen=True, slots=True)
+class _Refused:
+    """An XferlintError (or internal error) raised in the worker, as the line to print."""
+
+    message: str
+
+
+def fix_input(spec: str, rules: Sequence[Rule], *, unsafe_fixes: bool = False, strict: bool = False,
+              timeout: Optional[float] = None):
+    """fixes.driver.fix_input, an entry point loaded, lowered and fixed in a worker."""
+    from xferlint.fixes import driver
+
+    entries = expand(spec)
+    if len(entries) != 1 or entries[0].is_program_file:
+        return driver.fix_input(spec, rules, unsafe_fixes=unsafe_fixes, strict=strict)
+    label = entries[0].label
+    preload(("xferlint.fixes.program",))
+
+    def run() -> Any:
+        try:
+            result = driver.fix_input(spec, rules, unsafe_fixes=unsafe_fixes, strict=strict)
+            program = result.program
+            if not isinstance(program, (bytes, bytearray)):
+                data = getattr(program, "_tensor_data", None) or {}
+                program = Emitted(buffer=result.buffer, _tensor_data={k: bytes(v) for k, v in data.items()})
+            return dataclasses.replace(result, program=program)
+        except XferlintError as exc:
+            return _Refused(str(exc))
+        except KeyboardInterrupt:
+            return _Refused(f"{label}: loading it raised KeyboardInterrupt")
+        except Exception as exc:  # noqa: BLE001 - the line cli.main prints for an internal error
+            return _Refused(f"internal error: {type(exc).__name__}: {exc} (please report it)")
+
+    (outcome,) = run_tasks([Task(label, run)], 1, timeout, timeout_message=timed_out)
+    if isinstance(outcome, Failed):
+        raise InputError(outcome.message)
+    if isinstance(outcome.payload, _Refused):
+        raise XferlintError(outcome.payload.message)
+    return outcome.payload
