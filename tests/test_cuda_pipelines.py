@@ -13,7 +13,7 @@ import torch
 from xferlint.api import lint
 from xferlint.frontends.pte.view import load_pte_bytes
 from xferlint.testing.cuda import lower_cuda, xnnpack_first
-from xferlint.testing.decoder import DecoderBlock, KVCacheStep, decoder_inputs, kv_inputs
+from xferlint.testing.decoder import DecoderBlock, GatedBlock, KVCacheStep, decoder_inputs, gated_inputs, kv_inputs
 
 
 def _llm_config():
@@ -32,6 +32,7 @@ BUILDS = {
     "kv-staged": lambda: lower_cuda(KVCacheStep(), kv_inputs(), absorb_mutable_buffers=False,
                                     backend_config=_llm_config()),
     "kv-absorbed": lambda: lower_cuda(KVCacheStep(), kv_inputs(), backend_config=_llm_config()),
+    "cond": lambda: lower_cuda(GatedBlock(), gated_inputs()),
 }
 
 
@@ -69,10 +70,23 @@ def test_the_partitioner_is_executorchs_own(lowered_once):
     assert any(s.key == "target_device" and s.value == b"cuda:0" for s in delegates[0].compile_specs)
 
 
-@pytest.mark.parametrize("program", ["whole", "kv-absorbed"], indirect=True)
+@pytest.mark.parametrize("program", ["whole", "kv-absorbed", "cond"], indirect=True)
 def test_no_finding_when_the_partition_absorbs_everything(program):
     entry, pte = _both(program)
     assert entry == [] and pte == []
+
+
+@pytest.mark.parametrize("program", ["cond"], indirect=True)
+def test_torch_cond_is_claimed_whole_and_its_copies_counted(program):
+    """The CudaPartitioner takes the `torch.cond` and both branches into one delegate: the
+    only copies are the boundary's, and the transfer summary counts exactly those."""
+    from xferlint.api import lint_report
+
+    h2d, d2h = _copies(program)
+    assert (len(h2d), len(d2h)) == (2, 1)
+    for target in (program, load_pte_bytes(bytes(program.buffer), label="program.pte").view):
+        traffic = lint_report(target).summary.transfers
+        assert (traffic.h2d_copies, traffic.d2h_copies) == (len(h2d), len(d2h))
 
 
 @pytest.mark.parametrize("program", ["softmax-split"], indirect=True)

@@ -50,6 +50,28 @@ class KVCacheStep(torch.nn.Module):
         return attn @ self.v_cache
 
 
+class GatedBlock(torch.nn.Module):
+    """A data-dependent branch (`torch.cond`) between two MLP paths, as gated layers have."""
+
+    def __init__(self, dim: int = 32) -> None:
+        super().__init__()
+        self.up = torch.nn.Linear(dim, dim)
+        self.down = torch.nn.Linear(dim, dim)
+
+    def forward(self, gate: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        return torch.cond(gate.sum() > 0, self._wide, self._narrow, (x,)).relu()
+
+    def _wide(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down(torch.nn.functional.gelu(self.up(x)))
+
+    def _narrow(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down(x)
+
+
+def gated_inputs(dim: int = 32) -> tuple[torch.Tensor, ...]:
+    return (torch.ones(4), torch.randn(1, 8, dim, generator=torch.Generator().manual_seed(0)))
+
+
 def decoder_inputs(dim: int = 32, seq: int = 8) -> tuple[torch.Tensor, ...]:
     return (torch.randn(1, seq, dim, generator=torch.Generator().manual_seed(0)),)
 

@@ -21,10 +21,9 @@ import dataclasses
 import importlib
 import os
 from dataclasses import dataclass
-from typing import Any, Iterable, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence, Union
 
 from xferlint.analyzer.summary import MethodTransfers
-from xferlint.analyzer.timeline import MethodTimeline
 from xferlint.analyzer.view import ProgramView
 from xferlint.errors import FixError, InputError, XferlintError
 from xferlint.findings import Finding, InputErrorEntry
@@ -36,6 +35,9 @@ from xferlint.progress import Progress
 from xferlint.rules.base import Rule
 from xferlint.suppression import Record
 from xferlint.workers.pool import Done, Failed, Task, run_tasks, write_stderr
+
+if TYPE_CHECKING:  # only the html and model-explorer formats draw timelines
+    from xferlint.analyzer.timeline import MethodTimeline
 
 PRELOAD = ("torch", "executorch.exir", "xferlint.frontends.executorch")
 
