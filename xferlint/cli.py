@@ -319,11 +319,16 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.add_noqa:
         failed = noqa_commands.add_noqa(run, root)
         return EXIT_ERROR if failed or run.errors else EXIT_CLEAN
-    report = run.report(suppressed=len(accepted))
-    for error in report.errors:
-        print(f"error: {error.message}", file=sys.stderr)
-    options = _report_options(args, settings, rules, run, tuple(run.record.suppressed) + tuple(accepted), absent)
-    _write(emit(report, settings.output_format, options), settings.output)
+    from xferlint.pipeline import collector_paused
+
+    with collector_paused():  # the report is plain data: no reference cycles to collect
+        report = run.report(suppressed=len(accepted))
+        for error in report.errors:
+            print(f"error: {error.message}", file=sys.stderr)
+        options = _report_options(args, settings, rules, run, tuple(run.record.suppressed) + tuple(accepted),
+                                  absent)
+        text = emit(report, settings.output_format, options)
+    _write(text, settings.output)
     if report.errors:
         return EXIT_ERROR
     if report.findings and not settings.exit_zero:

@@ -16,6 +16,8 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
+import json
+import json.encoder
 import sys
 import types
 import typing
@@ -56,6 +58,83 @@ def to_jsonable(obj: Any) -> Any:
 @functools.lru_cache(maxsize=None)
 def _fields(cls: type) -> tuple[dataclasses.Field, ...]:
     return dataclasses.fields(cls)
+
+
+def to_json_text(obj: Any) -> str:
+    """`json.dumps(to_jsonable(obj), indent=2, ensure_ascii=False)`, byte for byte, written
+    in one walk over the dataclasses: no intermediate dicts, and the C string encoder for
+    every string (with `indent`, json.dumps falls back to its pure-Python encoder, which
+    yields a chunk per token: most of a report's output time)."""
+    out: list[str] = []
+    _write_json(obj, "\n", out)
+    return "".join(out)
+
+
+def _write_json(obj: Any, pad: str, out: list) -> None:
+    cls = type(obj)
+    if cls is str:
+        out.append(_encode_string(obj))
+    elif obj is None:
+        out.append("null")
+    elif cls is bool:
+        out.append("true" if obj else "false")
+    elif cls is int:
+        out.append(int.__repr__(obj))
+    elif cls is float:
+        out.append(_FLOAT(obj))
+    else:
+        names = _FIELD_NAMES.get(cls, ())
+        if names == ():
+            names = tuple(f.name for f in _fields(cls)) if dataclasses.is_dataclass(cls) else None
+            _FIELD_NAMES[cls] = names
+        if names is not None:
+            _write_object(((name, getattr(obj, name)) for name in names), bool(names), pad, out)
+        elif isinstance(obj, enum.Enum):
+            _write_json(obj.value, pad, out)
+        elif isinstance(obj, (list, tuple)):
+            if not obj:
+                out.append("[]")
+                return
+            inner = pad + "  "
+            out.append("[")
+            first = True
+            for item in obj:
+                out.append(inner if first else "," + inner)
+                first = False
+                _write_json(item, inner, out)
+            out.append(pad + "]")
+        elif isinstance(obj, dict):
+            _write_object(((str(k), v) for k, v in obj.items()), bool(obj), pad, out)
+        else:
+            out.append(json.dumps(obj, ensure_ascii=False))  # a subclass of a scalar: json decides
+
+
+def _write_object(items: Any, nonempty: bool, pad: str, out: list) -> None:
+    if not nonempty:
+        out.append("{}")
+        return
+    inner = pad + "  "
+    out.append("{")
+    first = True
+    for key, value in items:
+        out.append(inner if first else "," + inner)
+        first = False
+        out.append(_encode_string(key))
+        out.append(": ")
+        _write_json(value, inner, out)
+    out.append(pad + "}")
+
+
+def _float_text(value: float) -> str:
+    if value != value:
+        return "NaN"
+    if value in (float("inf"), float("-inf")):
+        return "Infinity" if value > 0 else "-Infinity"
+    return float.__repr__(value)
+
+
+_FLOAT = _float_text
+_encode_string = getattr(json.encoder, "c_encode_basestring", None) or json.encoder.py_encode_basestring
 
 
 def json_schema(cls: type) -> dict:

@@ -51,3 +51,37 @@ def test_every_format_carries_the_json_findings(capsys, inputs):
     assert junit.tag == "testsuites" and int(junit.get("failures")) == len(codes)
     assert int(junit.get("errors")) == 1
     assert sorted(f.get("type") for f in junit.iter("failure")) == codes
+
+
+def test_json_text_is_json_dumps_byte_for_byte(capsys, inputs):
+    """The JSON reporter writes its text in one walk (serialize.to_json_text); it must be
+    what json.dumps(indent=2) makes of the same report, and of the awkward values too."""
+    import enum
+    from dataclasses import dataclass, field
+
+    from xferlint.serialize import to_json_text, to_jsonable
+
+    text = _run(capsys, inputs, "json")
+    assert text == json.dumps(json.loads(text), indent=2, ensure_ascii=False) + "\n"
+
+    class Colour(enum.Enum):
+        RED = "red"
+
+    @dataclass(frozen=True)
+    class Leaf:
+        name: str = 'quote " back\\slash \n tab\t ünï \u2028 \x00'
+        ratio: float = 0.1
+        big: int = 10**30
+        nothing: None = None
+        flag: bool = False
+        colour: Colour = Colour.RED
+
+    @dataclass(frozen=True)
+    class Tree:
+        leaves: tuple = (Leaf(), Leaf(ratio=float("nan")), Leaf(ratio=float("-inf")))
+        empty_list: list = field(default_factory=list)
+        empty_dict: dict = field(default_factory=dict)
+        nested: dict = field(default_factory=lambda: {"a": [[], {}, [1, [2.5e-300, True]]], 3: "int key"})
+
+    tree = Tree()
+    assert to_json_text(tree) == json.dumps(to_jsonable(tree), indent=2, ensure_ascii=False)

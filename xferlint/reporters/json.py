@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
-
-from xferlint.serialize import to_jsonable
+from xferlint.serialize import to_json_text
 
 
 def emit(report, options) -> str:
-    return json.dumps(to_jsonable(report), indent=2, ensure_ascii=False) + "\n"
+    return to_json_text(report) + "\n"

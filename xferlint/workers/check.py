@@ -30,7 +30,7 @@ from xferlint.findings import Finding, InputErrorEntry
 from xferlint.frontends import Detached, LoadedProgram
 from xferlint.frontends.discovery import Discovery
 from xferlint.frontends.entrypoints import EntryPoint, expand, stdout_to_stderr
-from xferlint.pipeline import CheckRun, check_entry, comment_findings, error_entry, new_record
+from xferlint.pipeline import CheckRun, check_entry, collector_paused, comment_findings, error_entry, new_record
 from xferlint.progress import Progress
 from xferlint.rules.base import Rule
 from xferlint.suppression import Record
@@ -104,10 +104,11 @@ def check_paths(paths: Iterable[str], rules: Sequence[Rule], *, strict: bool = F
     remote = [i for i, s in enumerate(slots) if isinstance(s, EntryPoint) and not s.is_program_file]
     with Progress(len(slots), quiet=quiet) as progress:
         here = [(i, s) for i, s in enumerate(slots) if isinstance(s, EntryPoint) and s.is_program_file]
-        for done, (i, slot) in enumerate(here):
-            progress.update(done, [slot.label])
-            parts[i] = _part(timelines, template)
-            check_entry(parts[i], slot, rules, strict, source_map)
+        with collector_paused():  # program files run no user code: the run's heap only grows
+            for done, (i, slot) in enumerate(here):
+                progress.update(done, [slot.label])
+                parts[i] = _part(timelines, template)
+                check_entry(parts[i], slot, rules, strict, source_map)
         done = len(slots) - len(remote)  # and the inputs that did not expand
         if remote:
             preload(("xferlint.fixes.program",) if fix is not None else ())

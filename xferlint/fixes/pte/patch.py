@@ -17,6 +17,7 @@ Positions are found with the generated reader classes and the vtable slots the f
 uses (`program.py`, checked against the generated accessors).
 """
 
+import bisect
 import struct
 from typing import Any, Iterable, Optional
 
@@ -121,16 +122,16 @@ class Patcher:
         n = c.InstructionsLength()
         if any(not 0 <= k < n for k in removed):
             raise FixError("an instruction to remove is not in the chain")
-        # renumber the jumps first, while the instructions are where they were
+        # renumber the jumps first, while the instructions are where they were; the decoded
+        # program says which instructions are jumps (the accessors only locate those)
         before = sorted(removed)
-        for k in range(n):
-            if k in removed:
+        decoded = self.program.plans[plan_index].chains[chain].instructions
+        for k, ins in enumerate(decoded):
+            if k in removed or ins.kind != pp.JUMP_FALSE:
                 continue
             kind, call = self._call(plan_index, chain, k)
-            if kind != pp.JUMP_FALSE:
-                continue
             dest = call.DestinationInstruction()
-            shift = sum(1 for r in before if r < dest)
+            shift = bisect.bisect_left(before, dest)
             if shift:
                 pos = self._field(call, pp._JF_DEST)
                 self._write_i32(pos, dest - shift)
