@@ -237,29 +237,44 @@ class _Decoder:
             values = self.fast.values(plan._tab.Pos, n_values)
         else:
             values = tuple(self.evalue(plan.Values(i), i) for i in range(n_values))
-        inputs = tuple(plan.Inputs(i) for i in range(self.count(plan.InputsLength(), 4, "inputs")))
-        outputs = tuple(plan.Outputs(i) for i in range(self.count(plan.OutputsLength(), 4, "outputs")))
-        operators = []
-        for i in range(self.count(plan.OperatorsLength(), 4, "operators")):
-            op = plan.Operators(i)
-            operators.append((self.text(op.Name()), self.text(op.Overload())))
+        fields = self.fast.plan_fields(plan) if self.fast is not None else None
+        if fields is None:
+            fields = self.plan_fields(plan)
+        inputs, outputs, operators, sizes, devices = fields
         n_delegates = self.count(plan.DelegatesLength(), 4, "delegates")
         if self.fast is not None and n_delegates:
             delegates = self.fast.delegates(plan._tab.Pos, n_delegates)
         else:
             delegates = tuple(self.delegate(plan.Delegates(i)) for i in range(n_delegates))
         chains = tuple(self.chain(plan.Chains(i), i) for i in range(self.count(plan.ChainsLength(), 4, "chains")))
-        sizes = tuple(plan.NonConstBufferSizes(i) for i in range(self.count(plan.NonConstBufferSizesLength(), 8, "non_const_buffer_sizes")))
+        result = Plan(
+            name=name, values=values, inputs=inputs, outputs=outputs, chains=chains,
+            operators=operators, delegates=delegates, buffer_sizes=sizes, buffer_devices=devices,
+        )
+        _validate_plan(result)
+        return result
+
+    def plan_fields(self, plan: Any) -> tuple:
+        """(inputs, outputs, operators, buffer sizes, buffer devices) of a plan, through the
+        generated accessors."""
+        inputs = tuple(plan.Inputs(i) for i in range(self.count(plan.InputsLength(), 4, "inputs")))
+        outputs = tuple(plan.Outputs(i) for i in range(self.count(plan.OutputsLength(), 4, "outputs")))
+        operators = []
+        for i in range(self.count(plan.OperatorsLength(), 4, "operators")):
+            op = plan.Operators(i)
+            operators.append((self.text(op.Name()), self.text(op.Overload())))
+        sizes = tuple(plan.NonConstBufferSizes(i)
+                      for i in range(self.count(plan.NonConstBufferSizesLength(), 8, "non_const_buffer_sizes")))
         devices = []
         for i in range(self.count(plan.NonConstBufferDeviceLength(), 4, "non_const_buffer_device")):
             entry = plan.NonConstBufferDevice(i)
             devices.append((entry.BufferIdx(), entry.DeviceType(), entry.DeviceIndex()))
-        result = Plan(
-            name=name, values=values, inputs=inputs, outputs=outputs, chains=chains,
-            operators=tuple(operators), delegates=delegates, buffer_sizes=sizes, buffer_devices=tuple(devices),
-        )
-        _validate_plan(result)
-        return result
+        return inputs, outputs, tuple(operators), sizes, tuple(devices)
+
+    def chain_io(self, c: Any) -> tuple:
+        inputs = tuple(c.Inputs(i) for i in range(self.count(c.InputsLength(), 4, "chain inputs")))
+        outputs = tuple(c.Outputs(i) for i in range(self.count(c.OutputsLength(), 4, "chain outputs")))
+        return inputs, outputs
 
     def evalue(self, ev: Any, i: int) -> EValueInfo:
         kind = ev.ValType()
@@ -384,8 +399,8 @@ class _Decoder:
         return instructions
 
     def chain(self, c: Any, index: int) -> Chain:
-        inputs = tuple(c.Inputs(i) for i in range(self.count(c.InputsLength(), 4, "chain inputs")))
-        outputs = tuple(c.Outputs(i) for i in range(self.count(c.OutputsLength(), 4, "chain outputs")))
+        io = self.fast.chain_io(c) if self.fast is not None else None
+        inputs, outputs = io if io is not None else self.chain_io(c)
         n = self.count(c.InstructionsLength(), 4, f"chains[{index}].instructions")
         if self.fast is not None and n:
             instructions = self.fast.instructions(c._tab.Pos, n)
@@ -427,6 +442,10 @@ _I32, _U32, _I64, _F64 = struct.Struct("<i"), struct.Struct("<I"), struct.Struct
 
 # vtable slots (4 + 2 * field index in program.fbs)
 _PLAN_VALUES, _PLAN_DELEGATES, _CHAIN_INSTRUCTIONS = 8, 18, 8
+_PLAN_INPUTS, _PLAN_OUTPUTS, _PLAN_OPERATORS, _PLAN_SIZES, _PLAN_DEVICES = 10, 12, 16, 20, 22  # ExecutionPlan
+_CHAIN_INPUTS, _CHAIN_OUTPUTS = 4, 6
+_OP_NAME, _OP_OVERLOAD = 4, 6  # Operator
+_NB_INDEX, _NB_TYPE, _NB_DEVICE = 4, 6, 8  # NonConstBufferDevice
 _D_ID, _D_PROCESSED, _D_SPECS = 4, 6, 8  # BackendDelegate
 _REF_LOCATION, _REF_INDEX = 4, 6  # BackendDelegateDataReference
 _SPEC_KEY, _SPEC_VALUE = 4, 6  # CompileSpec
@@ -441,7 +460,7 @@ _JF_COND, _JF_DEST = 4, 6
 _FREE_VALUE = 4
 _SCALAR_SLOT = 4  # Int.int_val, Bool.bool_val, Double.double_val, *List.items, String.string_val
 _AGREE_SAMPLE = 16
-_AGREED: set[str] = set()  # the kinds ("values", "delegates", "instructions") already compared
+_AGREED: set[str] = set()  # the kinds ("plan", "chain", "values", "delegates", "instructions") compared
 _COMPARISONS = [0]  # how many comparisons this process ran (tests read it)
 
 
@@ -486,6 +505,72 @@ class _FastTables:
         start = self._indirect(table_pos + o) + 4
         offsets = struct.unpack_from(f"<{n}I", self.buf, start)
         return [start + 4 * i + off for i, off in enumerate(offsets)]
+
+    def _int_field(self, table_pos: int, vt: int, vlen: int, slot: int, what: str, fmt: str = "i",
+                   size: int = 4) -> tuple[int, ...]:
+        o = self._slot(vt, vlen, slot)
+        return tuple(self._ints(table_pos + o, what, fmt, size)) if o else ()
+
+    # -- plan and chain fields ---------------------------------------------------------
+    def plan_fields(self, plan: Any) -> Optional[tuple]:
+        """What `_Decoder.plan_fields` reads, with whole-vector unpacks; compared with it on
+        the first plan of the process (None: they differ, the caller reads them itself)."""
+        fields = self._plan_fields(plan._tab.Pos)
+        if "plan" not in _AGREED:
+            budget = self.d.budget
+            _COMPARISONS[0] += 1
+            if fields != self.d.plan_fields(plan):
+                self.d.fast = None
+                return None
+            self.d.budget = budget
+            _AGREED.add("plan")
+        return fields
+
+    def _plan_fields(self, pos: int) -> tuple:
+        buf = self.buf
+        vt, vlen = self._table(pos)
+        inputs = self._int_field(pos, vt, vlen, _PLAN_INPUTS, "inputs")
+        outputs = self._int_field(pos, vt, vlen, _PLAN_OUTPUTS, "outputs")
+        operators = []
+        o = self._slot(vt, vlen, _PLAN_OPERATORS)
+        if o:
+            start, n = self._vector(pos + o, 4, "operators")
+            for op in self._elements(pos, _PLAN_OPERATORS, n):
+                ovt, ovlen = self._table(op)
+                so = self._slot(ovt, ovlen, _OP_NAME)
+                name = self._string(op + so, "operator name") if so else ""
+                so = self._slot(ovt, ovlen, _OP_OVERLOAD)
+                operators.append((name, self._string(op + so, "operator overload") if so else ""))
+        sizes = self._int_field(pos, vt, vlen, _PLAN_SIZES, "non_const_buffer_sizes", "q", 8)
+        devices = []
+        o = self._slot(vt, vlen, _PLAN_DEVICES)
+        if o:
+            start, n = self._vector(pos + o, 4, "non_const_buffer_device")
+            for entry in self._elements(pos, _PLAN_DEVICES, n):
+                evt, evlen = self._table(entry)
+                eo = self._slot(evt, evlen, _NB_INDEX)
+                index = _I32.unpack_from(buf, entry + eo)[0] if eo else 0
+                eo = self._slot(evt, evlen, _NB_TYPE)
+                device_type = _I8.unpack_from(buf, entry + eo)[0] if eo else 0
+                eo = self._slot(evt, evlen, _NB_DEVICE)
+                devices.append((index, device_type, _I8.unpack_from(buf, entry + eo)[0] if eo else 0))
+        return inputs, outputs, tuple(operators), sizes, tuple(devices)
+
+    def chain_io(self, chain: Any) -> Optional[tuple]:
+        """A chain's (inputs, outputs), compared once per process like `plan_fields`."""
+        pos = chain._tab.Pos
+        vt, vlen = self._table(pos)
+        io = (self._int_field(pos, vt, vlen, _CHAIN_INPUTS, "chain inputs"),
+              self._int_field(pos, vt, vlen, _CHAIN_OUTPUTS, "chain outputs"))
+        if "chain" not in _AGREED:
+            budget = self.d.budget
+            _COMPARISONS[0] += 1
+            if io != self.d.chain_io(chain):
+                self.d.fast = None
+                return None
+            self.d.budget = budget
+            _AGREED.add("chain")
+        return io
 
     # -- values ----------------------------------------------------------------------
     def values(self, plan_pos: int, n: int) -> tuple[EValueInfo, ...]:
