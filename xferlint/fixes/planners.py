@@ -31,7 +31,22 @@ _PURE = frozenset({OpKind.COMPUTE, OpKind.ALIAS, OpKind.GETITEM, OpKind.H2D, OpK
 
 def _node(ctx: RuleContext, finding: Finding, role: str) -> Optional[Node]:
     name = next((s.node for s in finding.steps if s.role == role), None)
-    return next((n for n in ctx.method.nodes if n.name == name), None) if name else None
+    return _by_name(ctx).get(name) if name else None
+
+
+def _by_name(ctx: RuleContext) -> dict[str, Node]:
+    """The method's nodes by name (the first of each name), built once per context: a
+    scan per finding made planning quadratic in the program."""
+    index = ctx._memo.get(_BY_NAME)
+    if index is None:
+        index = {}
+        for n in ctx.method.nodes:
+            index.setdefault(n.name, n)
+        ctx._memo[_BY_NAME] = index
+    return index
+
+
+_BY_NAME = ("planners", "nodes by name")
 
 
 def _no(finding: Finding, reason: str) -> NoFix:

@@ -14,6 +14,7 @@ left to fix.
 Everything here is torch-free.
 """
 
+from bisect import bisect_left
 from collections import defaultdict
 from typing import Any, Optional, Sequence
 
@@ -139,11 +140,12 @@ def _renames(before: PteNative, after: PteNative, method: str, removed: dict[int
     """New node name -> the name the same node had before the instructions were removed."""
     old_map, new_map = before.methods[method], after.methods[method]
     names = {}
+    ordered = {c: sorted(ks) for c, ks in removed.items()}  # bisected: a count per node was quadratic
     for node_index, (c, k) in old_map.instr_of_node.items():
         gone = removed.get(c, set())
         if k in gone:
             continue
-        k_new = k - sum(1 for r in gone if r < k)
+        k_new = k - bisect_left(ordered.get(c, ()), k)
         new_index = new_map.node_of_instr.get((c, k_new))
         if new_index is not None:
             names[new_view.nodes[new_index].name] = old_view.nodes[node_index].name
