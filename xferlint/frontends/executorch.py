@@ -219,6 +219,8 @@ class _Builder:
     mutable_buffers: frozenset[str] = frozenset()  # buffers the method writes (by target)
     # (id(lowered module), arity) -> (the module, its DelegateInfo, its target device)
     delegates: dict[tuple[int, int], tuple[Any, DelegateInfo, Optional[Device]]] = field(default_factory=dict)
+    target_names: dict[Any, str] = field(default_factory=dict)  # FX target -> target_name(target)
+    handlers: dict[Any, str] = field(default_factory=dict)  # FX target -> how _call_function reads it
 
     def add(self, **kwargs: Any) -> Node:
         node = Node(index=len(self.nodes), **kwargs)
@@ -263,13 +265,13 @@ class _GraphReader:
         return (self._value(base, spec, val, constant_name),)
 
     def _value(self, vid: str, spec: Any, val: Any, constant_name: Optional[str]) -> str:
-        is_tensor = isinstance(val, torch.Tensor) or (spec is not None and hasattr(spec, "dtype"))
-        meta = _tensor_meta(spec, val) if is_tensor else None
+        tensor_val = isinstance(val, torch.Tensor)
+        meta = _tensor_meta(spec, val) if tensor_val or (spec is not None and hasattr(spec, "dtype")) else None
         declared = _device_of_spec(spec) if spec is not None else None
-        if declared is None and isinstance(val, torch.Tensor):
-            declared = Device(val.device.type, val.device.index or 0)
-        self.b.add_value(Value(id=vid, tensor=meta, declared_device=declared, constant_name=constant_name,
-                               placement=_placement(spec) if self.b.arenas is not None else None))
+        if declared is None and tensor_val:
+            declared = _device(val.device.type, val.device.index or 0)
+        self.b.values[vid] = Value(id=vid, tensor=meta, declared_device=declared, constant_name=constant_name,
+                                   placement=_placement(spec) if self.b.arenas is not None else None)
         return vid
 
     def _operand(self, node: torch.fx.Node) -> Optional[str]:
@@ -286,17 +288,36 @@ class _GraphReader:
     def _location(self, node: torch.fx.Node):
         return location_from_stack_trace(node.meta.get("stack_trace"))
 
-    def _emit(self, node: torch.fx.Node, kind: OpKind, inputs: tuple[str, ...], outputs: tuple[str, ...], **extra: Any) -> Node:
-        return self.b.add(
-            name=self._id(node.name),
+    def _emit(self, node: torch.fx.Node, kind: OpKind, inputs: tuple[str, ...], outputs: tuple[str, ...],
+              target: Optional[str] = None, device: Optional[Device] = None, delegate: Optional[DelegateInfo] = None,
+              mutates: bool = False) -> Node:
+        nodes = self.b.nodes
+        scope = self.scope
+        node_view = Node(
+            index=len(nodes),
+            name=f"{scope}/{node.name}" if scope else node.name,
             kind=kind,
-            target=extra.pop("target", None) or target_name(node.target),
+            target=target or self._target_name(node.target),
             inputs=inputs,
             outputs=outputs,
-            location=self._location(node),
-            scope=self.scope,
-            **extra,
+            device=device,
+            location=location_from_stack_trace(node.meta.get("stack_trace")),
+            delegate=delegate,
+            scope=scope,
+            mutates=mutates,
         )
+        nodes.append(node_view)
+        return node_view
+
+    def _target_name(self, target: Any) -> str:
+        """target_name, once per distinct target of the method."""
+        try:
+            return self.b.target_names[target]
+        except KeyError:
+            name = self.b.target_names[target] = target_name(target)
+            return name
+        except TypeError:  # an unhashable target
+            return target_name(target)
 
     # walking -----------------------------------------------------------------
     def read(self, bindings: Optional[list[tuple[str, ...]]] = None) -> list[Optional[str]]:
@@ -395,26 +416,31 @@ class _GraphReader:
 
     def _call_function(self, node: torch.fx.Node) -> None:
         target = node.target
-        sname = _schema_name(target)
-        if target is operator.getitem:
+        try:
+            handler = self.b.handlers.get(target)
+            if handler is None:
+                handler = self.b.handlers[target] = _handler(target)
+        except TypeError:  # an unhashable target
+            handler = _handler(target)
+        if handler == "getitem":
             return self._getitem(node)
-        if sname == H2D_OP or sname == D2H_OP:
-            return self._copy(node, OpKind.H2D if sname == H2D_OP else OpKind.D2H)
-        if _is_delegate_call(target):
+        if handler == "h2d":
+            return self._copy(node, OpKind.H2D)
+        if handler == "d2h":
+            return self._copy(node, OpKind.D2H)
+        if handler == "delegate":
             return self._delegate(node)
-        hop = getattr(target, "__name__", None) if isinstance(target, torch._ops.HigherOrderOperator) else None
-        if hop in ("cond", "map_impl", "scan", "while_loop"):
-            return getattr(self, f"_{hop}")(node)
-        module = getattr(target, "__module__", "") or ""
-        if module.startswith("executorch.exir.memory"):
+        if handler == "memory":
             return self._memory(node)
-        if sname is not None:
-            return self._operator(node, sname)
-        if target in _SCALAR_BUILTINS or _is_sym_function(target):
+        if handler == "operator":
+            return self._operator(node, _schema_name(target))
+        if handler == "scalar":
             outputs = self._declare(node)
             self._emit(node, OpKind.COMPUTE, self._operands(node.args), outputs)
             return None
-        return self._unknown(node, target_name(target))
+        if handler == "unknown":
+            return self._unknown(node, target_name(target))
+        return getattr(self, f"_{handler}")(node)  # cond, map_impl, scan, while_loop
 
     def _getitem(self, node) -> None:
         source, index = node.args[0], node.args[1]
@@ -589,6 +615,30 @@ class _GraphReader:
             if src is not None:
                 self.b.add(name=f"{self._id(node.name)}:loop", kind=OpKind.MOVE, target="loop",
                            inputs=(src,), outputs=(f"{scope}/{ph.name}",), scope=scope)
+
+
+def _handler(target: Any) -> str:
+    """How _GraphReader._call_function reads a call of `target` (the same for every call)."""
+    sname = _schema_name(target)
+    if target is operator.getitem:
+        return "getitem"
+    if sname == H2D_OP:
+        return "h2d"
+    if sname == D2H_OP:
+        return "d2h"
+    if _is_delegate_call(target):
+        return "delegate"
+    hop = getattr(target, "__name__", None) if isinstance(target, torch._ops.HigherOrderOperator) else None
+    if hop in ("cond", "map_impl", "scan", "while_loop"):
+        return hop
+    module = getattr(target, "__module__", "") or ""
+    if module.startswith("executorch.exir.memory"):
+        return "memory"
+    if sname is not None:
+        return "operator"
+    if target in _SCALAR_BUILTINS or _is_sym_function(target):
+        return "scalar"
+    return "unknown"
 
 
 def _inner_ops(lowered: Any, n_inputs: int) -> tuple[tuple[InnerOp, ...], tuple[Optional[int], ...], tuple[Optional[int], ...]]:

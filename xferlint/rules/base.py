@@ -155,13 +155,15 @@ class RuleContext:
         return f"`{node.name}` (line {loc.line}{code})"
 
     def step(self, node: Node, role: str) -> Step:
-        return Step(
-            node=node.name,
-            target=node.target,
-            role=role,
-            device=self.device_str(node),
-            location=_location(self.locate(node)),
-        )
+        """The node as a step of a path in `role`; one (immutable) Step per node and role,
+        shared by every finding whose path passes there."""
+        key = ("step", node.index, node.name, role)
+        memo = self._memo
+        found = memo.get(key)
+        if found is None:
+            found = memo[key] = Step(node=node.name, target=node.target, role=role, device=self.device_str(node),
+                                     location=_location(self.locate(node)))
+        return found
 
     def copy_bytes(self, node: Node) -> Optional[int]:
         """Bytes one copy node moves per call: its result's, else its operand's; None when symbolic."""
