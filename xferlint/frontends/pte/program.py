@@ -515,16 +515,20 @@ class _FastTables:
     def plan_fields(self, plan: Any) -> Optional[tuple]:
         """What `_Decoder.plan_fields` reads, with whole-vector unpacks; compared with it on
         the first plan of the process (None: they differ, the caller reads them itself)."""
-        fields = self._plan_fields(plan._tab.Pos)
-        if "plan" not in _AGREED:
+        return self._checked("plan", self._plan_fields(plan._tab.Pos), lambda: self.d.plan_fields(plan))
+
+    def _checked(self, kind: str, fast: tuple, generated: Any) -> Optional[tuple]:
+        """`fast`, once it agreed with `generated()` (compared on the first of `kind` in the
+        process, the budget charged once); None, and the fast path off, when they differ."""
+        if kind not in _AGREED:
             budget = self.d.budget
             _COMPARISONS[0] += 1
-            if fields != self.d.plan_fields(plan):
+            if fast != generated():
                 self.d.fast = None
                 return None
             self.d.budget = budget
-            _AGREED.add("plan")
-        return fields
+            _AGREED.add(kind)
+        return fast
 
     def _plan_fields(self, pos: int) -> tuple:
         buf = self.buf
@@ -562,15 +566,7 @@ class _FastTables:
         vt, vlen = self._table(pos)
         io = (self._int_field(pos, vt, vlen, _CHAIN_INPUTS, "chain inputs"),
               self._int_field(pos, vt, vlen, _CHAIN_OUTPUTS, "chain outputs"))
-        if "chain" not in _AGREED:
-            budget = self.d.budget
-            _COMPARISONS[0] += 1
-            if io != self.d.chain_io(chain):
-                self.d.fast = None
-                return None
-            self.d.budget = budget
-            _AGREED.add("chain")
-        return io
+        return self._checked("chain", io, lambda: self.d.chain_io(chain))
 
     # -- values ----------------------------------------------------------------------
     def values(self, plan_pos: int, n: int) -> tuple[EValueInfo, ...]:
