@@ -105,11 +105,10 @@ def _operand_positions(plan: pp.Plan, ins: pp.Instr, old: int, results: int) -> 
     return [j for j in range(count) if args[j] == old]
 
 
-def _apply(native: PteNative, method: MethodView, plans: Sequence[FixPlan], data: bytes) -> bytes:
+def _apply(patcher: Patcher, native: PteNative, method: MethodView, plans: Sequence[FixPlan]) -> None:
     mapping = native.methods[method.name]
     pplan = native.program.plans[mapping.plan_index]
     by_name = nodes_by_name(method)
-    patcher = Patcher(data, native.program)
     removals: dict[int, set[int]] = defaultdict(set)
     for plan in plans:
         for r in plan.rewires:
@@ -132,7 +131,6 @@ def _apply(native: PteNative, method: MethodView, plans: Sequence[FixPlan], data
             removals[c].add(k)
     for c, ks in sorted(removals.items()):
         patcher.remove_instructions(mapping.plan_index, c, ks)
-    return patcher.data()
 
 
 def _renames(before: PteNative, after: PteNative, method: str, removed: dict[int, set[int]],
@@ -158,13 +156,17 @@ def _lint(view: ProgramView, method: MethodView, rules: Sequence[Rule]) -> list[
     return lint_method(view, method, rules)[1]
 
 
-def _fix_method(state: dict, index: int, rules: Sequence[Rule], unsafe_fixes: bool, outcome: MethodOutcome,
-                exclude: set) -> bool:
-    """One round on one method; True when something was applied."""
-    loaded = state["loaded"]
-    view: ProgramView = loaded.view
+def _skip(outcome: MethodOutcome, exclude: set, plans: Sequence[FixPlan], reason: str) -> None:
+    for plan in plans:
+        outcome.skipped.append(Skipped(plan.code, plan.name, plan.method, tuple(plan.finding), reason))
+        exclude.add(plan.key)
+
+
+def _decide(view: ProgramView, index: int, native: PteNative, rules: Sequence[Rule], unsafe_fixes: bool,
+            outcome: MethodOutcome, exclude: set) -> Optional[tuple[Any, list[FixPlan]]]:
+    """Plan one round on one method and keep the plans the memory plan allows; returns
+    (planning, resolved plans to apply), or None when nothing is left to apply."""
     method = view.methods[index]
-    native: PteNative = loaded.native
     planning = plan_method(view, method, rules, unsafe_fixes, exclude=exclude)
     for no in planning.no_fix:
         outcome.skipped.append(Skipped(no.code, no.name, no.method, tuple(no.finding), no.reason))
@@ -185,24 +187,16 @@ def _fix_method(state: dict, index: int, rules: Sequence[Rule], unsafe_fixes: bo
             if found:
                 problem = f"the memory plan would break: {describe(method, found[0])}; {ENTRY_POINT_ROUTE}"
         if problem is not None:
-            outcome.skipped.append(Skipped(plan.code, plan.name, plan.method, tuple(plan.finding), problem))
-            exclude.add(plan.key)
+            _skip(outcome, exclude, [plan], problem)
             continue
         accepted.append(selected)
     if not accepted:
-        return False
-    plans = planning.resolve(accepted)
-    data = _apply(native, method, plans, state["data"])
-    try:
-        fixed = load_pte_bytes(data, label=view.input, name=view.name, path=view.file)
-    except FixError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - a patch that does not read back is a bug: keep the old program
-        for plan in plans:
-            outcome.skipped.append(Skipped(plan.code, plan.name, plan.method, tuple(plan.finding),
-                                           f"the patched program does not read back ({exc})"))
-            exclude.add(plan.key)
-        return False
+        return None
+    return planning, planning.resolve(accepted)
+
+
+def _removed_instructions(native: PteNative, method: MethodView, plans: Sequence[FixPlan]) -> dict[int, set[int]]:
+    """Chain -> instruction indices the plans remove."""
     removed: dict[int, set[int]] = defaultdict(set)
     mapping = native.methods[method.name]
     by_name = nodes_by_name(method)
@@ -210,21 +204,66 @@ def _fix_method(state: dict, index: int, rules: Sequence[Rule], unsafe_fixes: bo
         for name in plan.removes:
             c, k = mapping.instr_of_node[by_name[name].index]
             removed[c].add(k)
-    new_method = fixed.view.methods[index]
-    renames = _renames(native, fixed.native, method.name, removed, method, new_method)
-    problem = _verify(fixed.view, new_method, rules, planning.findings, plans, renames)
-    if problem is not None:
-        for plan in plans:
-            outcome.skipped.append(Skipped(plan.code, plan.name, plan.method, tuple(plan.finding), problem))
-            exclude.add(plan.key)
-        return False
-    outcome.applied.extend(plans)
-    outcome.after = new_method
-    state["data"], state["loaded"] = data, fixed
-    # names of what was skipped so far now refer to the renumbered instructions
-    back = {old: new for new, old in renames.items()}
-    state["exclude_renamed"] = {(c, m, tuple(back.get(n, n) for n in nodes)) for c, m, nodes in exclude}
-    return True
+    return removed
+
+
+def _patch_all(native: PteNative, view: ProgramView, decided: dict[int, tuple[Any, list[FixPlan]]],
+               data: bytes) -> bytes:
+    """The program's bytes with every decided method's plans applied (methods are separate
+    execution plans: patching one leaves the others' bytes where they are)."""
+    patcher = Patcher(data, native.program)
+    for index, (_, plans) in decided.items():
+        _apply(patcher, native, view.methods[index], plans)
+    return patcher.data()
+
+
+def _round(state: dict, rules: Sequence[Rule], unsafe_fixes: bool, outcomes: list[MethodOutcome],
+           excludes: list[set]) -> bool:
+    """One round over every method: plan and decide each, patch them all into the bytes,
+    read the result back once and verify each method on it; a method that fails keeps its
+    old instructions. True when something was applied."""
+    loaded = state["loaded"]
+    view: ProgramView = loaded.view
+    native: PteNative = loaded.native
+    decided: dict[int, tuple[Any, list[FixPlan]]] = {}
+    for i, outcome in enumerate(outcomes):
+        got = _decide(view, i, native, rules, unsafe_fixes, outcome, excludes[i])
+        if got is not None:
+            decided[i] = got
+    while decided:
+        data = _patch_all(native, view, decided, state["data"])
+        try:
+            fixed = load_pte_bytes(data, label=view.input, name=view.name, path=view.file)
+        except FixError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a patch that does not read back is a bug: keep the old program
+            for i, (_, plans) in decided.items():
+                _skip(outcomes[i], excludes[i], plans, f"the patched program does not read back ({exc})")
+            return False
+        failed = {}
+        renamed = {}
+        for i, (planning, plans) in decided.items():
+            method, new_method = view.methods[i], fixed.view.methods[i]
+            removed = _removed_instructions(native, method, plans)
+            renames = _renames(native, fixed.native, method.name, removed, method, new_method)
+            problem = _verify(fixed.view, new_method, rules, planning.findings, plans, renames)
+            if problem is not None:
+                failed[i] = problem
+            else:
+                renamed[i] = renames
+        if failed:  # patch again without them: the others' bytes do not depend on them
+            for i, problem in failed.items():
+                _skip(outcomes[i], excludes[i], decided.pop(i)[1], problem)
+            continue
+        for i, (_, plans) in decided.items():
+            outcomes[i].applied.extend(plans)
+            outcomes[i].after = fixed.view.methods[i]
+            # names of what was skipped so far now refer to the renumbered instructions
+            back = {old: new for new, old in renamed[i].items()}
+            excludes[i] = {(c, m, tuple(back.get(n, n) for n in nodes)) for c, m, nodes in excludes[i]}
+        state["data"], state["loaded"] = data, fixed
+        return True
+    return False
 
 
 def _verify(view: ProgramView, method: MethodView, rules: Sequence[Rule], before: list[Finding],
@@ -281,13 +320,7 @@ def _fix_pass(loaded: Any, rules: Sequence[Rule], unsafe_fixes: bool) -> tuple[F
         outcomes.append(MethodOutcome(method=method.name, before=method, after=method, findings=findings))
     excludes: list[set] = [set() for _ in view.methods]
     for _ in range(MAX_ROUNDS):
-        progressed = False
-        for i, outcome in enumerate(outcomes):
-            state.pop("exclude_renamed", None)
-            if _fix_method(state, i, rules, unsafe_fixes, outcome, excludes[i]):
-                progressed = True
-                excludes[i] = state.get("exclude_renamed", excludes[i])
-        if not progressed:
+        if not _round(state, rules, unsafe_fixes, outcomes, excludes):
             break
     final: ProgramView = state["loaded"].view
     result.program = state["data"]
