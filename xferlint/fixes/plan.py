@@ -22,7 +22,7 @@ next round, planned afresh on the fixed program) -> `resolve()`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Iterable, Optional, Sequence
+from typing import Iterable, NamedTuple, Optional, Sequence
 
 from xferlint.analyzer.facts import DeviceFacts
 from xferlint.analyzer.view import MethodView, Node, OpKind
@@ -172,6 +172,94 @@ def resolve(method: MethodView, facts: DeviceFacts, plans: Sequence[FixPlan]) ->
         )
         resolved.append(replace(plan, removes=removes, removes_if_dead=(), copies=copies))
     return resolved
+
+
+class Step(NamedTuple):
+    """What adding one plan to a `DeadClosure` adds (see `DeadClosure.trial`)."""
+
+    removed: frozenset[str]  # nodes removed now: the plan's removes and every node dead because of it
+    away: frozenset[tuple[str, str]]  # (reader, value) reads the plan moves elsewhere
+    outputs: frozenset[str]  # method outputs the plan rewires
+    pending: tuple[str, ...]  # the plan's removes_if_dead that stay (not dead yet)
+
+
+class DeadClosure:
+    """The nodes that accepted plans remove, grown one plan at a time: each plan's
+    `removes`, and every `removes_if_dead` node that is dead (as `resolve()` decides it:
+    no reader left that is neither removed nor rewired away, and no method output).
+    Deadness only grows as plans are added, so the set is the same in any order, and a
+    plan costs the nodes it can affect, not the plans before it; `resolve()` then says
+    which plan each removal is credited to."""
+
+    def __init__(self, method: MethodView, facts: DeviceFacts) -> None:
+        self.facts = facts
+        self.by_name = nodes_by_name(method)
+        self.removed: set[str] = set()
+        self.away: set[tuple[str, str]] = set()
+        self.outputs: set[str] = set()
+        self.pending: set[str] = set()
+        self.producers: dict[str, set[str]] = {}  # value -> pending nodes that write it
+
+    def trial(self, plan: FixPlan) -> Step:
+        """What accepting `plan` (unresolved) on top of the accepted ones would remove."""
+        removed = {n for n in plan.removes if n not in self.removed}
+        away = {(r.reader, r.old) for r in plan.rewires} - self.away
+        outputs = {r.old for r in plan.rewires if r.reader == OUTPUT} - self.outputs
+        mine = [n for n in plan.removes_if_dead if n not in self.removed and n in self.by_name]
+        local: dict[str, list[str]] = {}
+        for name in mine:
+            for vid in self.by_name[name].outputs:
+                local.setdefault(vid, []).append(name)
+
+        def producers(vid: str) -> list[str]:
+            return [*self.producers.get(vid, ()), *local.get(vid, ())]
+
+        def dead(node: Node) -> bool:
+            for vid in node.outputs:
+                if self.facts.is_output(vid) and vid not in self.outputs and vid not in outputs:
+                    return False
+                for r in self.facts.readers(vid):
+                    key = (r.name, vid)
+                    if r.name not in self.removed and r.name not in removed and key not in self.away \
+                            and key not in away:
+                        return False
+            return True
+
+        work = list(mine)
+        for name in removed:
+            node = self.by_name.get(name)
+            work.extend(p for v in (node.inputs if node is not None else ()) for p in producers(v))
+        for _, old in away:
+            work.extend(producers(old))
+        for old in outputs:
+            work.extend(producers(old))
+        eligible = set(mine)
+        while work:
+            name = work.pop()
+            if name in removed or name in self.removed or not (name in self.pending or name in eligible):
+                continue
+            node = self.by_name[name]
+            if dead(node):
+                removed.add(name)
+                for v in node.inputs:
+                    work.extend(producers(v))
+        return Step(frozenset(removed), frozenset(away), frozenset(outputs),
+                    tuple(n for n in mine if n not in removed))
+
+    def commit(self, step: Step) -> None:
+        self.removed |= step.removed
+        self.away |= step.away
+        self.outputs |= step.outputs
+        for name in step.removed:
+            if name in self.pending:
+                self.pending.discard(name)
+                for vid in self.by_name[name].outputs:
+                    self.producers[vid].discard(name)
+        for name in step.pending:
+            if name not in self.pending:
+                self.pending.add(name)
+                for vid in self.by_name[name].outputs:
+                    self.producers.setdefault(vid, set()).add(name)
 
 
 def edits(plans: Iterable[FixPlan]) -> tuple[list[Rewire], list[str]]:

@@ -16,18 +16,18 @@ Everything here is torch-free.
 
 from bisect import bisect_left
 from collections import defaultdict
-from typing import Any, Optional, Sequence
+from typing import Any, Iterable, Optional, Sequence
 
 from xferlint.analyzer.view import MethodView, ProgramView
 from xferlint.errors import FixError
 from xferlint.findings import Finding, Severity
 from xferlint.fixes.engine import MAX_ROUNDS, plan_method
 from xferlint.fixes.outcome import MethodOutcome, Skipped
-from xferlint.fixes.plan import OUTPUT, FixPlan, finding_key, nodes_by_name
+from xferlint.fixes.plan import OUTPUT, DeadClosure, FixPlan, finding_key, nodes_by_name
 from xferlint.fixes.result import FixResult
 from xferlint.frontends.pte.view import PteNative, kernel_io, load_pte_bytes
 from xferlint.frontends.pte import program as pp
-from xferlint.fixes.pte.memory import Edits, describe, new_conflicts
+from xferlint.fixes.pte.memory import Delta, MemoryCheck, describe
 from xferlint.fixes.pte.patch import Patcher
 from xferlint.rules._lint import lint_method
 from xferlint.rules.base import Rule
@@ -45,19 +45,17 @@ def _index(vid: str) -> int:
     return int(vid[1:])
 
 
-def _edits_of(method: MethodView, plans: Sequence[FixPlan]) -> Edits:
+def _delta(method: MethodView, plan: FixPlan, removed: Iterable[str]) -> Delta:
+    """The instruction-level edits of one plan, `removed` the nodes it removes."""
     by_name = nodes_by_name(method)
     rewires: dict[int, dict[str, str]] = {}
     outputs: dict[str, str] = {}
-    removed = set()
-    for plan in plans:
-        for r in plan.rewires:
-            if r.reader == OUTPUT:
-                outputs[r.old] = r.new
-            elif r.reader in by_name:
-                rewires.setdefault(by_name[r.reader].index, {})[r.old] = r.new
-        removed.update(by_name[n].index for n in plan.removes if n in by_name)
-    return Edits(rewires, frozenset(removed), outputs)
+    for r in plan.rewires:
+        if r.reader == OUTPUT:
+            outputs[r.old] = r.new
+        elif r.reader in by_name:
+            rewires.setdefault(by_name[r.reader].index, {})[r.old] = r.new
+    return Delta(rewires, frozenset(by_name[n].index for n in removed if n in by_name), outputs)
 
 
 def _patch_problem(method: MethodView, plan: FixPlan, native: PteNative) -> Optional[str]:
@@ -176,19 +174,22 @@ def _decide(view: ProgramView, index: int, native: PteNative, rules: Sequence[Ru
                                        "the fix is unsafe: " + plan.summary, unsafe=True))
         exclude.add(plan.key)
     accepted: list[FixPlan] = []
+    closure = DeadClosure(method, planning.facts)  # what the accepted plans remove, grown per plan
+    memory = MemoryCheck(method)
     for selected, plan in zip(planning.selected, planning.plans):
         problem = _patch_problem(method, plan, native)
         if problem is None:
-            trial = accepted + [selected]
-            resolved = planning.resolve(trial)
-            edits = _edits_of(method, resolved)
+            step = closure.trial(selected)
+            delta = _delta(method, selected, step.removed)
             extended = [r.new for r in selected.rewires]
-            found = new_conflicts(method, edits, extended)
-            if found:
-                problem = f"the memory plan would break: {describe(method, found[0])}; {ENTRY_POINT_ROUTE}"
+            found = memory.trial(delta, extended)
+            if found is not None:
+                problem = f"the memory plan would break: {describe(method, found)}; {ENTRY_POINT_ROUTE}"
         if problem is not None:
             _skip(outcome, exclude, [plan], problem)
             continue
+        closure.commit(step)
+        memory.commit(delta, extended)
         accepted.append(selected)
     if not accepted:
         return None

@@ -6,13 +6,21 @@ the device tensor; XF004: the first copy) instead, so that tensor must now stay 
 those readers run: its lifetime grows. That is safe only if nothing else planned into the
 same bytes is written while it is still to be read.
 
-`conflicts(method, edits, value)` answers that over the method's CFG, on the method as the
-edits leave it: removed nodes neither read nor write, rewired readers read the new value.
-The tensor is live at a node when some path from there reaches a read of it (or of a view
-of it) before it is written again; a conflict is a node where it is live (read later, or
-read by that very node) that writes another planned tensor overlapping its bytes. Only
-conflicts the original program did not already have count (in-place kernels and the
-emitter's own aliasing are ExecuTorch's business, not the fix's).
+`MemoryCheck` answers that over the method's CFG, on the method as the edits leave it:
+removed nodes neither read nor write, rewired readers read the new value. The tensor is
+live at a node when some path from there reaches a read of it (or of a view of it) before
+it is written again; a conflict is a node where it is live (read later, or read by that
+very node) that writes another planned tensor overlapping its bytes. Only conflicts the
+original program did not already have count (in-place kernels and the emitter's own
+aliasing are ExecuTorch's business, not the fix's).
+
+Fixes are decided one after another, each on top of those already accepted, so the check
+is incremental: `trial(delta, values)` asks about the accepted edits plus one plan's,
+`commit(delta)` accepts them. The live region of each value a trial asks about is kept
+for the accepted edits and only grown by a trial's new readers (a walk stops where the
+region already is), so deciding k plans costs the regions' sizes, not k times the method.
+A trial that changes a region in any other way (removes a node that reads or writes the
+value or a view of it, moves a reader away, edits a view) computes that region afresh.
 """
 
 from typing import Iterable, NamedTuple, Optional
@@ -20,16 +28,15 @@ from typing import Iterable, NamedTuple, Optional
 from xferlint.analyzer.view import MethodView, Node, OpKind
 
 
-class Edits(NamedTuple):
-    """What the accepted fixes do to a method: reads swapped per reader, nodes removed."""
+class Delta(NamedTuple):
+    """What one plan adds to the accepted edits: reads swapped per reader, nodes removed."""
 
     rewires: dict[int, dict[str, str]]  # node index -> {old value: new value}
     removed: frozenset[int]
     outputs: dict[str, str]  # method outputs swapped
 
-    @classmethod
-    def none(cls) -> "Edits":
-        return cls({}, frozenset(), {})
+
+NO_DELTA = Delta({}, frozenset(), {})
 
 
 class Conflict(NamedTuple):
@@ -39,127 +46,282 @@ class Conflict(NamedTuple):
     reader: Node  # a read of `value` that `writer` comes before (or is)
 
 
-def _uses(node: Node, edits: Edits) -> tuple[str, ...]:
-    if node.index in edits.removed:
-        return ()
-    swap = edits.rewires.get(node.index)
-    return tuple(swap.get(v, v) for v in node.inputs) if swap else node.inputs
+class _Layer(dict):
+    """A dict over a read-only base dict: what a trial adds to a kept region."""
+
+    __slots__ = ("base",)
+
+    def __init__(self, base: dict) -> None:
+        super().__init__()
+        self.base = base
+
+    def __contains__(self, key: object) -> bool:
+        return dict.__contains__(self, key) or key in self.base
 
 
-def _defs(node: Node, edits: Edits) -> tuple[str, ...]:
-    return () if node.index in edits.removed else node.outputs
+class _Region:
+    """Where `value` is live under the accepted edits, and the conflicts found there."""
+
+    __slots__ = ("family", "live", "readers", "found")
+
+    def __init__(self, family: set[str], live: Optional[dict] = None, readers: Optional[dict] = None) -> None:
+        self.family = family
+        self.live: dict[int, Node] = {} if live is None else live  # node -> a read it leads to
+        self.readers: dict[int, None] = {} if readers is None else readers
+        self.found: list[tuple[int, str, int]] = []  # (writer, other, reader)
 
 
-def _overlaps(method: MethodView, a: str, b: str) -> bool:
-    pa, pb = method.values[a].placement, method.values[b].placement
-    if pa is None or pb is None or pa.buffer != pb.buffer:
-        return False  # unplanned memory (the caller's, or allocated at run time) is not shared
-    if pa.nbytes is None or pb.nbytes is None:
-        return True  # a size xferlint cannot compute: assume the worst
-    return pa.offset < pb.offset + pb.nbytes and pb.offset < pa.offset + pa.nbytes
+class MemoryCheck:
+    """The memory plan of one method under a growing set of accepted edits."""
 
+    def __init__(self, method: MethodView) -> None:
+        self.method = method
+        self.nodes = method.nodes
+        self.cfg = method.cfg
+        self.readers: dict[str, list[int]] = {}  # value -> nodes that read it (the original)
+        self.alias_readers: dict[str, list[int]] = {}
+        for node in method.nodes:
+            for v in dict.fromkeys(node.inputs):
+                self.readers.setdefault(v, []).append(node.index)
+                if node.kind == OpKind.ALIAS:
+                    self.alias_readers.setdefault(v, []).append(node.index)
+        self.rewires: dict[int, dict[str, str]] = {}
+        self.removed: set[int] = set()
+        self.outputs: dict[str, str] = {}
+        self.rewired_to: dict[str, set[int]] = {}  # value -> nodes an accepted edit makes read it
+        self._before: dict[str, set[tuple[int, str]]] = {}
+        self._regions: dict[str, _Region] = {}  # kept for the accepted edits
+        self._members: dict[str, set[str]] = {}  # family member -> values whose region it is in
 
-class _Index(NamedTuple):
-    """Per method, built once: who reads each value, and the alias nodes in order."""
+    # -- the method as the edits leave it ------------------------------------------------
+    def _gone(self, i: int, delta: Delta) -> bool:
+        return i in self.removed or i in delta.removed
 
-    method: MethodView
-    readers: dict[str, list[int]]  # value -> indices of the nodes that read it, ascending
-    aliases: tuple[Node, ...]
+    def _uses(self, i: int, delta: Delta) -> tuple[str, ...]:
+        if self._gone(i, delta):
+            return ()
+        inputs = self.nodes[i].inputs
+        mine, theirs = self.rewires.get(i), delta.rewires.get(i)
+        if not mine and not theirs:
+            return inputs
+        swap = {**mine, **theirs} if mine and theirs else (mine or theirs)
+        return tuple(swap.get(v, v) for v in inputs)
 
+    def _defs(self, i: int, delta: Delta) -> tuple[str, ...]:
+        return () if self._gone(i, delta) else self.nodes[i].outputs
 
-_INDEXES: dict[int, _Index] = {}
+    def _rewired_to(self, v: str, delta: Delta) -> Iterable[int]:
+        yield from self.rewired_to.get(v, ())
+        for i, swap in delta.rewires.items():
+            if v in swap.values():
+                yield i
 
+    def _family(self, value: str, delta: Delta) -> set[str]:
+        """The value and every view of it (alias nodes share its storage)."""
+        family, work = {value}, [value]
+        while work:
+            v = work.pop()
+            aliases = [*self.alias_readers.get(v, ()),
+                       *(i for i in self._rewired_to(v, delta) if self.nodes[i].kind == OpKind.ALIAS)]
+            for i in aliases:
+                if v in self._uses(i, delta):
+                    for out in self._defs(i, delta):
+                        if out not in family:
+                            family.add(out)
+                            work.append(out)
+        return family
 
-def _index(method: MethodView) -> _Index:
-    index = _INDEXES.get(id(method))
-    if index is not None and index.method is method:
-        return index
-    readers: dict[str, list[int]] = {}
-    for node in method.nodes:
-        for v in dict.fromkeys(node.inputs):
-            readers.setdefault(v, []).append(node.index)
-    index = _Index(method, readers, tuple(n for n in method.nodes if n.kind == OpKind.ALIAS))
-    if len(_INDEXES) >= 8:
-        del _INDEXES[next(iter(_INDEXES))]
-    _INDEXES[id(method)] = index
-    return index
+    def _readers_of(self, family: set[str], delta: Delta) -> list[int]:
+        found = set()
+        for v in family:
+            for i in (*self.readers.get(v, ()), *self._rewired_to(v, delta)):
+                if i not in found and any(u in family for u in self._uses(i, delta)):
+                    found.add(i)
+        return sorted(found)
 
+    def _returned(self, family: set[str], delta: Delta) -> bool:
+        outs = {**self.outputs, **delta.outputs}
+        return any(outs.get(v, v) in family for v in self.method.outputs if v is not None)
 
-def _readers(method: MethodView, edits: Edits, family: set[str]) -> list[Node]:
-    """The nodes that read a value of `family` after `edits`, in node order."""
-    readers = _index(method).readers
-    found = {i for v in family for i in readers.get(v, ()) if i not in edits.removed and i not in edits.rewires}
-    found.update(i for i in edits.rewires if i not in edits.removed
-                 and any(v in family for v in _uses(method.nodes[i], edits)))
-    return [method.nodes[i] for i in sorted(found)]
+    def _overlaps(self, a: str, b: str) -> bool:
+        values = self.method.values
+        pa, pb = values[a].placement, values[b].placement
+        if pa is None or pb is None or pa.buffer != pb.buffer:
+            return False  # unplanned memory (the caller's, or allocated at run time) is not shared
+        if pa.nbytes is None or pb.nbytes is None:
+            return True  # a size xferlint cannot compute: assume the worst
+        return pa.offset < pb.offset + pb.nbytes and pb.offset < pa.offset + pa.nbytes
 
+    # -- live regions ------------------------------------------------------------------------
+    def _planned(self, value: str) -> bool:
+        v = self.method.values.get(value)
+        return self.cfg is not None and v is not None and v.placement is not None
 
-def _aliases(method: MethodView, edits: Edits, value: str) -> set[str]:
-    """The value and every view of it (alias nodes share its storage)."""
-    family = {value}
-    changed = True
-    while changed:
-        changed = False
-        for node in _index(method).aliases:
-            if any(v in family for v in _uses(node, edits)):
-                for out in _defs(node, edits):
-                    if out not in family:
-                        family.add(out)
-                        changed = True
-    return family
+    def _clashes(self, value: str, region: _Region, i: int, delta: Delta) -> Iterable[str]:
+        for other in self._defs(i, delta):
+            if other not in region.family and other != value and self._overlaps(value, other):
+                yield other
 
-
-def conflicts(method: MethodView, edits: Edits, value: str) -> list[Conflict]:
-    """Nodes that overwrite `value`'s bytes while it is still to be read, after `edits`."""
-    cfg = method.cfg
-    if cfg is None or method.values.get(value) is None or method.values[value].placement is None:
-        return []
-    family = _aliases(method, edits, value)
-    nodes = method.nodes
-    preds = cfg.predecessors
-    # Backward from each read: every node from which a read is reachable before `value`
-    # is written again; remember the read for the message.
-    live_before: dict[int, Node] = {}  # node -> a read it leads to (value live after it)
-    work: list[tuple[int, Node]] = []
-    readers = _readers(method, edits, family)
-    returned = any(edits.outputs.get(v, v) in family for v in method.outputs if v is not None)
-    for reader in readers:
-        for p in preds[reader.index]:
-            work.append((p, reader))
-    if returned:
-        for e in cfg.exits:
-            if e not in live_before:
-                live_before[e] = nodes[e]
-                if value not in _defs(nodes[e], edits):
-                    work.extend((p, nodes[e]) for p in preds[e])
-    while work:
-        i, reader = work.pop()
-        if i in live_before:
-            continue
-        live_before[i] = reader
-        if value in _defs(nodes[i], edits):
-            continue  # written here: earlier points see another lifetime
-        work.extend((p, reader) for p in preds[i])
-    found: list[Conflict] = []
-    candidates = set(live_before) | {r.index for r in readers}
-    for i in sorted(candidates):
-        node = nodes[i]
-        for other in _defs(node, edits):
-            if other in family or other == value:
+    def _grow(self, value: str, region: _Region, readers: Iterable[int], delta: Delta,
+              stop: Optional[set] = None) -> Optional[tuple[int, str, int]]:
+        """Add `readers` to the region and walk back from them until the region or a write
+        of `value`. Every conflict is recorded; with `stop` (the conflicts that do not count),
+        the first one that counts is returned at once."""
+        preds = self.cfg.predecessors
+        work: list[tuple[int, int]] = []
+        for r in readers:
+            if r in region.readers:
                 continue
-            if _overlaps(method, value, other):
-                reader = live_before.get(i, node)
-                found.append(Conflict(value=value, writer=node, other=other, reader=reader))
-    return found
+            region.readers[r] = None
+            hit = self._note(value, region, r, r, delta, stop)
+            if hit is not None:
+                return hit
+            work.extend((p, r) for p in preds[r])
+        return self._walk(value, region, work, delta, stop)
 
+    def _walk(self, value: str, region: _Region, work: list[tuple[int, int]], delta: Delta,
+              stop: Optional[set]) -> Optional[tuple[int, str, int]]:
+        preds = self.cfg.predecessors
+        while work:
+            i, reader = work.pop()
+            if i in region.live:
+                continue
+            region.live[i] = self.nodes[reader]
+            if i not in region.readers:
+                hit = self._note(value, region, i, reader, delta, stop)
+                if hit is not None:
+                    return hit
+            if value in self._defs(i, delta):
+                continue  # written here: earlier points see another lifetime
+            work.extend((p, reader) for p in preds[i])
+        return None
 
-def new_conflicts(method: MethodView, edits: Edits, values: Iterable[str]) -> list[Conflict]:
-    """Conflicts the edits introduce for `values` (those the original already has do not count)."""
-    out: list[Conflict] = []
-    for value in dict.fromkeys(values):
-        before = {(c.writer.index, c.other) for c in conflicts(method, Edits.none(), value)}
-        out.extend(c for c in conflicts(method, edits, value) if (c.writer.index, c.other) not in before)
-    return out
+    def _note(self, value: str, region: _Region, i: int, reader: int, delta: Delta,
+              stop: Optional[set]) -> Optional[tuple[int, str, int]]:
+        for other in self._clashes(value, region, i, delta):
+            found = (i, other, reader)
+            region.found.append(found)
+            if stop is not None and (i, other) not in stop:
+                return found
+        return None
+
+    def _region(self, value: str, delta: Delta, stop: Optional[set] = None) -> tuple[_Region, Optional[tuple]]:
+        """The region of `value` under the accepted edits plus `delta`, computed afresh."""
+        region = _Region(self._family(value, delta))
+        hit = self._grow(value, region, self._readers_of(region.family, delta), delta, stop)
+        if hit is None and self._returned(region.family, delta):
+            exits = [e for e in sorted(self.cfg.exits) if e not in region.live]
+            for e in exits:
+                region.live[e] = self.nodes[e]
+                hit = self._note(value, region, e, e, delta, stop) if e not in region.readers else None
+                if hit is not None:
+                    break
+                if value not in self._defs(e, delta):
+                    hit = self._walk(value, region, [(p, e) for p in self.cfg.predecessors[e]], delta, stop)
+                    if hit is not None:
+                        break
+        return region, hit
+
+    def _original(self, value: str) -> set[tuple[int, str]]:
+        """The conflicts the original program already has for `value`."""
+        before = self._before.get(value)
+        if before is None:
+            saved = self.rewires, self.removed, self.outputs, self.rewired_to
+            self.rewires, self.removed, self.outputs, self.rewired_to = {}, set(), {}, {}
+            try:
+                region, _ = self._region(value, NO_DELTA)
+            finally:
+                self.rewires, self.removed, self.outputs, self.rewired_to = saved
+            before = self._before[value] = {(i, other) for i, other, _ in region.found}
+        return before
+
+    def _touches(self, family: set[str], delta: Delta) -> bool:
+        """Whether `delta` changes the region of a value with this family other than by
+        adding readers of it."""
+        touched = self._touched(delta)
+        return touched is None or not touched.isdisjoint(family)
+
+    def _new_readers(self, region: _Region, delta: Delta) -> list[int]:
+        return sorted(i for i, swap in delta.rewires.items()
+                      if i not in region.readers and not self._gone(i, delta)
+                      and any(new in region.family for new in swap.values()))
+
+    # -- the questions ----------------------------------------------------------------------
+    def trial(self, delta: Delta, values: Iterable[str]) -> Optional[Conflict]:
+        """A conflict the accepted edits plus `delta` would introduce for `values` (the
+        first one found), or None: the memory plan stays valid."""
+        for value in dict.fromkeys(values):
+            if not self._planned(value):
+                continue
+            before = self._original(value)
+            cached = self._regions.get(value)
+            if cached is None or self._touches(cached.family, delta):
+                _, hit = self._region(value, delta, before)
+            else:
+                hit = next(((i, o, r) for i, o, r in cached.found
+                            if (i, o) not in before and not self._gone(i, delta)), None)
+                if hit is None:
+                    hit = self._extend(value, cached, delta, before)
+            if hit is not None:
+                i, other, reader = hit
+                return Conflict(value=value, writer=self.nodes[i], other=other, reader=self.nodes[reader])
+        return None
+
+    def _extend(self, value: str, cached: _Region, delta: Delta, before: set) -> Optional[tuple]:
+        """Grow a layer over the kept region by `delta`'s new readers (the layer is dropped)."""
+        trial = _Region(cached.family, _Layer(cached.live), _Layer(cached.readers))
+        return self._grow(value, trial, self._new_readers(cached, delta), delta, before)
+
+    def _touched(self, delta: Delta) -> Optional[set[str]]:
+        """Values whose regions `delta` changes otherwise than by new readers (None: any)."""
+        touched: set[str] = set()
+        for i in delta.removed:
+            node = self.nodes[i]
+            if node.kind == OpKind.ALIAS:
+                return None
+            touched.update(node.inputs)
+            touched.update(node.outputs)
+        for i, swap in delta.rewires.items():
+            if self.nodes[i].kind == OpKind.ALIAS:
+                return None
+            touched.update(swap)
+        for old, new in delta.outputs.items():
+            touched.update((old, new))
+        return touched
+
+    def _keep(self, value: str, region: _Region) -> None:
+        self._regions[value] = region
+        for v in region.family:
+            self._members.setdefault(v, set()).add(value)
+
+    def _drop(self, value: str) -> None:
+        for v in self._regions.pop(value).family:
+            self._members[v].discard(value)
+
+    def commit(self, delta: Delta, values: Iterable[str]) -> None:
+        """Accept `delta`: the kept regions it changes otherwise than by new readers are
+        dropped, the others grown by its new readers; `values` (the plan's extended values)
+        get a kept region."""
+        touched = self._touched(delta)
+        if touched is None:
+            for value in list(self._regions):
+                self._drop(value)
+        else:
+            for value in {k for v in touched for k in self._members.get(v, ())}:
+                self._drop(value)
+        grow = {k for swap in delta.rewires.values() for new in swap.values() for k in self._members.get(new, ())}
+        readers = {k: self._new_readers(self._regions[k], delta) for k in grow}
+        self.removed |= delta.removed
+        for i, swap in delta.rewires.items():
+            self.rewires.setdefault(i, {}).update(swap)
+            for new in swap.values():
+                self.rewired_to.setdefault(new, set()).add(i)
+        self.outputs.update(delta.outputs)
+        for value, new_readers in readers.items():
+            self._grow(value, self._regions[value], new_readers, NO_DELTA)
+        for value in dict.fromkeys(values):
+            if self._planned(value) and value not in self._regions:
+                self._keep(value, self._region(value, NO_DELTA)[0])
 
 
 def describe(method: MethodView, conflict: Conflict) -> str:
@@ -175,5 +337,3 @@ def describe(method: MethodView, conflict: Conflict) -> str:
     )
 
 
-def first(items: list[Conflict]) -> Optional[Conflict]:
-    return items[0] if items else None
