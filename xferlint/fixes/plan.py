@@ -108,7 +108,8 @@ def select(plans: Sequence[FixPlan]) -> tuple[list[FixPlan], list[FixPlan]]:
     for plan in plans:
         removes = set(plan.removes)
         needs = set(plan.touched) | set(plan.removes_if_dead)
-        if removes & (removed | involved) or needs & removed:
+        # membership per node, not `removed | involved`: a union per plan was quadratic
+        if any(n in removed or n in involved for n in removes) or any(n in removed for n in needs):
             deferred.append(plan)
             continue
         accepted.append(plan)
