@@ -86,6 +86,15 @@ def _analyze(view: ProgramView, rules: Sequence[Rule], transfers: Optional[list[
     return findings
 
 
+def _by_method(findings: Iterable[Finding]) -> dict[str, list[Finding]]:
+    """Findings by method name (each method's transfers read only its own: a scan of the
+    program's findings per method was quadratic in methods)."""
+    out: dict[str, list[Finding]] = {}
+    for f in findings:
+        out.setdefault(f.method, []).append(f)
+    return out
+
+
 def new_record(rules: Sequence[Rule], project_root: Optional[str] = None) -> Record:
     """The suppression record of a run with `rules`; comments outside `project_root` (when
     given) are not honoured."""
@@ -171,8 +180,10 @@ class CheckRun:
         mine = {id(f) for f in self.findings_of(view)}
         self.findings = [f for f in self.findings if id(f) not in mine] + findings
         shown = after or view
+        by_method = _by_method(findings)
         self.transfers = [t for t in self.transfers if (t.input, t.program) != (view.input, view.name)] + [
-            method_transfers(view.input, view.name, m, DeviceFacts.compute(m), findings) for m in shown.methods
+            method_transfers(view.input, view.name, m, DeviceFacts.compute(m), by_method.get(m.name, ()))
+            for m in shown.methods
         ]
 
     def replace_many(self, replacements: Sequence[tuple[ProgramView, list[Finding]]]) -> None:
@@ -192,9 +203,11 @@ class CheckRun:
             lint = known.get(id(m))
             return lint[3].facts if lint is not None and lint[1] is m else DeviceFacts.compute(m)
 
-        self.transfers = [t for t in self.transfers if (t.input, t.program) not in replaced] + [
-            method_transfers(view.input, view.name, m, facts(m), findings)
-            for view, findings in replacements for m in view.methods]
+        self.transfers = [t for t in self.transfers if (t.input, t.program) not in replaced]
+        for view, findings in replacements:
+            by_method = _by_method(findings)
+            self.transfers.extend(method_transfers(view.input, view.name, m, facts(m), by_method.get(m.name, ()))
+                                  for m in view.methods)
 
     def report(self, suppressed: int = 0) -> Report:
         """The report of the run; `suppressed`: findings a baseline accepted, on top of
