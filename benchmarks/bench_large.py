@@ -1,0 +1,119 @@
+"""Large valid `.pte` programs, whole process: `xferlint check FILE --format json` at growing
+sizes, side by side with ExecuTorch's `deserialize_pte_binary` on the same files.
+
+bench_scaling.py times the analysis in process; this is what a user waits for: the console
+script, start to exit, including the fix trial that decides which findings are fixable
+(`settle_fixability`: plan, check the memory plan, patch, read back, verify), which is
+where a quadratic once hid (a fix decided per candidate by re-resolving every accepted
+plan; one read-back per method). Shapes (xferlint.testing.synthetic_pte, cached under
+benchmarks/out/large/):
+
+- ladder: blocks of 8 instructions (XF001, XF004, XF005), 1k / 10k / 100k instructions;
+- in-place: a host buffer written in place and copied in every block;
+- fan-out: one host value copied by thousands of H2Ds, each read by its own delegate;
+- wide: one delegate call with 1k / 10k / 100k arguments;
+- loops: 100 / 1,000 / 10,000 loops, each closed by a backward jump;
+- methods: 10 / 100 / 1,000 methods.
+
+Per size: wall and CPU medians of both tools (fresh processes, alternating, one warm-up
+each, as in bench_pte.py) and xferlint's CPU per unit; per shape, CPU per unit at the
+largest size over the size before (1.0 is linear; the smallest sizes are mostly start-up).
+
+    .venv/bin/python benchmarks/bench_large.py                 # every shape, 3 runs per size
+    .venv/bin/python benchmarks/bench_large.py --only ladder,wide --runs 1 --max 10000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Callable
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import bench_pte as bp  # noqa: E402  (run helpers: fresh processes, CPU of the child)
+
+OUT = HERE / "out" / "large"
+
+
+def shapes() -> dict[str, tuple[str, list[int], Callable[[int], bytes]]]:
+    from xferlint.testing import synthetic_pte as sp
+
+    return {
+        "ladder": ("instruction", [1_000, 10_000, 100_000], lambda n: sp.ladder(max(1, n // 8))),
+        "in-place": ("instruction", [1_000, 10_000, 100_000], lambda n: sp.in_place_ladder(max(1, n // 4))),
+        "fan-out": ("instruction", [1_000, 10_000, 100_000], lambda n: sp.fan_out(max(1, n // 3))),
+        "wide": ("argument", [1_000, 10_000, 100_000], sp.wide_delegate),
+        "loops": ("loop", [100, 1_000, 10_000], sp.loops),
+        "methods": ("method", [10, 100, 1_000], sp.methods),
+    }
+
+
+def program(name: str, size: int, build: Callable[[int], bytes]) -> Path:
+    OUT.mkdir(parents=True, exist_ok=True)
+    path = OUT / f"{name}-{size}.pte"
+    if not path.exists():
+        tmp = path.with_suffix(".tmp")
+        tmp.write_bytes(build(size))
+        tmp.replace(path)
+    return path
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--only", help="comma-separated shapes (default: all)")
+    parser.add_argument("--max", type=int, help="skip sizes above this")
+    parser.add_argument("--json", type=Path, default=HERE / "out" / "bench_large.json")
+    args = parser.parse_args(argv)
+    chosen = shapes()
+    if args.only:
+        chosen = {k: v for k, v in chosen.items() if k in args.only.split(",")}
+    load = os.getloadavg()
+    results = []
+    for name, (unit, sizes, build) in chosen.items():
+        for size in sizes:
+            if args.max and size > args.max:
+                continue
+            path = program(name, size, build)
+            tools = {
+                "xferlint": [bp.XFERLINT, "check", str(path), "--format", "json", "-o", os.devnull, "--exit-zero"],
+                "executorch": [bp.PYTHON, "-c", bp.ET_ONE, str(path)],
+            }
+            got = bp.side_by_side(f"{name}-{size}", tools, args.runs, HERE)
+            got.update(shape=name, unit=unit, size=size, mb=path.stat().st_size / 1e6)
+            results.append(got)
+            xf, et = got["xferlint"], got["executorch"]
+            print(f"{name:9s} {size:>7,} {unit}s ({got['mb']:.1f} MB): xferlint {xf['wall']['median_s']:.2f} s wall "
+                  f"{xf['cpu']['median_s']:.2f} s CPU ({xf['cpu']['median_s'] / size * 1e6:.0f} us/{unit}); "
+                  f"ExecuTorch deserialize {et['wall']['median_s']:.2f} s wall", file=sys.stderr, flush=True)
+    lines = [f"load average at start {load[0]:.2f}, at end {os.getloadavg()[0]:.2f}; medians of {args.runs} "
+             f"fresh processes; {os.cpu_count()} cores", "",
+             "| shape | size | MB | xferlint wall s | xferlint CPU s | CPU us / unit | ExecuTorch deserialize wall s |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for r in results:
+        cpu = r["xferlint"]["cpu"]["median_s"]
+        lines.append(f"| {r['shape']} | {r['size']:,} {r['unit']}s | {r['mb']:.1f} | "
+                     f"{r['xferlint']['wall']['median_s']:.2f} | {cpu:.2f} | {cpu / r['size'] * 1e6:.0f} | "
+                     f"{r['executorch']['wall']['median_s']:.2f} |")
+    # the smallest sizes are mostly interpreter start: the last two sizes say whether it is linear
+    lines += ["", "| shape | CPU us / unit, smallest -> largest | largest / the size before |", "|---|---|---:|"]
+    for name in chosen:
+        mine = [r for r in results if r["shape"] == name]
+        if len(mine) >= 2:
+            per = [r["xferlint"]["cpu"]["median_s"] / r["size"] * 1e6 for r in mine]
+            lines.append(f"| {name} | {' -> '.join(f'{p:.0f}' for p in per)} | {per[-1] / per[-2]:.2f} |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps({"load_average_at_start": load, "runs": args.runs, "results": results}, indent=2))
+    args.json.with_suffix(".md").write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
