@@ -168,6 +168,7 @@ class _MethodBuilder:
         self.instr_of_node: dict[int, tuple[int, int]] = {}
         self.buffer_devices = self._buffer_devices()
         self.input_set = frozenset(plan.inputs)
+        self._fields: dict[tuple, dict] = {}
         self.values = {value_id(i): self._value(i, ev) for i, ev in enumerate(plan.values)}
 
     # values -----------------------------------------------------------------------
@@ -178,10 +179,18 @@ class _MethodBuilder:
         return tuple(devices)
 
     def _value(self, index: int, ev: pp.EValueInfo) -> Value:
-        vid = value_id(index)
         t = ev.tensor
         if t is None:
-            return Value(id=vid)
+            return Value(id=value_id(index))
+        # equal tensor infos (and input-ness) give equal metadata: built once per method
+        key = (t, index in self.input_set)
+        fields = self._fields.get(key)
+        if fields is None:
+            fields = self._fields[key] = self._tensor_fields(index, t)
+        return Value(id=value_id(index), **fields)
+
+    def _tensor_fields(self, index: int, t: pp.TensorInfo) -> dict:
+        """A tensor value's fields but its id (its metadata shared by the equal ones)."""
         shape: tuple[Optional[int], ...] = t.sizes
         nbytes = t.nbytes if t.dynamism == 0 else None
         if t.dynamism == 2:
@@ -194,8 +203,7 @@ class _MethodBuilder:
             constant = t.fqn  # a mutable buffer's name (emit_mutable_buffer_names=True)
         tag = device_of(t.device_type, t.device_index)
         start = self._start_device(index, t, tag)
-        return Value(
-            id=vid,
+        return dict(
             tensor=TensorMeta(shape=shape, dtype=t.dtype, nbytes=nbytes),
             declared_device=start,
             spec_device=tag if start != tag else None,
