@@ -597,6 +597,9 @@ def test_a_baseline_accepts_todays_findings_and_fails_on_new_ones(xferlint_exe, 
     code, out, err = check("--baseline", "xferlint-baseline.json", "--format", "json")
     assert code == 0 and json.loads(out)["findings"] == [] and "1 finding accepted" in err
     assert json.loads(out)["summary"]["transfers"]["flagged_bytes"] == 0
+    # -q: the findings only, so the note goes; the outcome is the same
+    code, out, err = check("--baseline", "xferlint-baseline.json", "--format", "json", "-q")
+    assert code == 0 and json.loads(out)["findings"] == [] and "note:" not in err
     # a second program with the same finding is new
     model.write_text(one + "program = {'program': program, 'other': build()}\n")
     code, out, _ = check("--baseline", "xferlint-baseline.json", "--format", "json")

@@ -15,6 +15,7 @@ import warnings
 from typing import Optional, Sequence
 
 from xferlint import __version__
+from xferlint.console import note, set_quiet
 from xferlint.reporters import FORMATS, TEXT_FORMATS
 from xferlint.errors import FixWriteError, UsageError, XferlintError
 
@@ -356,15 +357,14 @@ def _baseline(run, args):
         if any(id(f) not in new_ids for f in mine):
             run.replace_findings(loaded.view, [f for f in mine if id(f) in new_ids])
     if matched.baselined:
-        print(f"note: {len(matched.baselined)} finding{'s' if len(matched.baselined) != 1 else ''} accepted by "
-              f"{path}", file=sys.stderr)
+        note(f"{len(matched.baselined)} finding{'s' if len(matched.baselined) != 1 else ''} accepted by "
+             f"{path}")
     if matched.stale and args.prune_baseline:
         _write_file(path, baseline.render(matched.kept))
-        print(f"note: pruned {len(matched.stale)} stale entr{'ies' if len(matched.stale) != 1 else 'y'} from {path}",
-              file=sys.stderr)
+        note(f"pruned {len(matched.stale)} stale entr{'ies' if len(matched.stale) != 1 else 'y'} from {path}")
     elif matched.stale:
-        print(f"note: {len(matched.stale)} entr{'ies' if len(matched.stale) != 1 else 'y'} of {path} no longer match "
-              "(fixed or changed); --prune-baseline drops them", file=sys.stderr)
+        note(f"{len(matched.stale)} entr{'ies' if len(matched.stale) != 1 else 'y'} of {path} no longer match "
+             "(fixed or changed); --prune-baseline drops them")
     return False, matched
 
 
@@ -384,8 +384,8 @@ def _check_diff(run, rules, settings, tried, output) -> int:
     fixed, notes = fix_run(run, rules, unsafe_fixes=settings.unsafe_fixes, strict=settings.strict, tried=tried)
     for error in run.errors:
         print(f"error: {error.message}", file=sys.stderr)
-    for note in notes:
-        print(f"note: {note}", file=sys.stderr)
+    for text in notes:
+        note(text)
     for _, result in fixed:
         for line in result.refusal_lines():
             print(line, file=sys.stderr)
@@ -407,8 +407,8 @@ def _check_fix(run, rules, settings, tried) -> None:
 
     fixed, notes = fix_run(run, rules, unsafe_fixes=settings.unsafe_fixes, strict=settings.strict, tried=tried,
                            kinds={"pte", "pt2"})
-    for note in notes:
-        print(f"note: {note}", file=sys.stderr)
+    for text in notes:
+        note(text)
     for loaded, result in fixed:
         if result.changed and loaded.view.file:
             try:
@@ -514,6 +514,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_ERROR
     handler = {"check": cmd_check, "fix": cmd_fix, "rule": cmd_rule, "schema": cmd_schema}[args.command]
+    set_quiet(bool(getattr(args, "quiet", False)))
     if getattr(args, "silent", False):
         return _silently(handler, args)
     return _run(handler, args)

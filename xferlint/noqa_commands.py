@@ -8,6 +8,7 @@ import os
 import sys
 from typing import Iterable
 
+from xferlint.console import note
 from xferlint.suppression import Suppressed, Suppression
 
 
@@ -19,7 +20,7 @@ def _rel(path: str) -> str:
 def print_notes(run) -> None:
     """One `note:` per noqa comment that was passed over (outside the project)."""
     for line in run.record.notes():
-        print(f"note: {line}", file=sys.stderr)
+        note(line)
 
 
 def add_noqa(run, root: str) -> int:
@@ -31,7 +32,7 @@ def add_noqa(run, root: str) -> int:
     for path, count in sorted(outcome.changed.items()):
         print(f"{_rel(path)}: added {count} noqa directive{'s' if count != 1 else ''}", file=sys.stderr)
     for line in outcome.skipped:
-        print(f"note: {line}", file=sys.stderr)
+        note(line)
     for line in outcome.errors:
         print(f"error: {line}", file=sys.stderr)
     total = outcome.total
@@ -62,7 +63,7 @@ def fix_comments(run) -> None:
         print(f"{_rel(path)}: removed {count} unused noqa directive{'s' if count != 1 else ''} (XF100)",
               file=sys.stderr)
     for line in outcome.skipped:
-        print(f"note: {line}", file=sys.stderr)
+        note(line)
     for line in outcome.errors:
         print(f"error: {line}", file=sys.stderr)
     gone = {id(f) for f in fixed if f.location is not None and f.location.file in done}
