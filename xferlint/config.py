@@ -133,11 +133,7 @@ def _parse(path: str, table: dict) -> Settings:
         if key == "select" and not value:
             raise ConfigError(f"{path}: [tool.xferlint] {spelled.get(key, key)}: empty, so no rule would run; "
                               "remove the key to run every rule")
-        try:
-            check_selectors(value, "")
-        except UsageError as exc:
-            reason = str(exc).removeprefix(": ")
-            raise ConfigError(f"{path}: [tool.xferlint] {spelled.get(key, key)}: {reason}") from None
+        _check_selectors(value, f"{path}: [tool.xferlint] {spelled.get(key, key)}")
     settings = _anchor_per_file_ignores(path, settings, spelled)
     if settings.max_transfer_bytes is not None and settings.max_transfer_bytes < 0:
         raise ConfigError(f"{path}: [tool.xferlint] max-transfer-bytes: a budget cannot be negative "
@@ -147,6 +143,14 @@ def _parse(path: str, table: dict) -> Settings:
     if settings.timeout is not None and not settings.timeout > 0:
         raise ConfigError(f"{path}: [tool.xferlint] timeout: a number of seconds above 0 (got {settings.timeout})")
     return settings
+
+
+def _check_selectors(selectors, where: str) -> None:
+    """`check_selectors`, its complaint a ConfigError that names `where` (file, key, pattern)."""
+    try:
+        check_selectors(selectors, "")
+    except UsageError as exc:
+        raise ConfigError(f"{where}: {str(exc).removeprefix(': ')}") from None
 
 
 def _anchor_per_file_ignores(path: str, settings: Settings, spelled: dict) -> Settings:
@@ -165,11 +169,7 @@ def _anchor_per_file_ignores(path: str, settings: Settings, spelled: dict) -> Se
             if not codes:
                 raise ConfigError(f"{path}: [tool.xferlint] {name}: '{pattern}': an empty list of rules; "
                                   "name rules by code (XF006), prefix, name or ALL, or remove the pattern")
-            try:
-                check_selectors(codes, "")
-            except UsageError as exc:
-                reason = str(exc).removeprefix(": ")
-                raise ConfigError(f"{path}: [tool.xferlint] {name}: '{pattern}': {reason}") from None
+            _check_selectors(codes, f"{path}: [tool.xferlint] {name}: '{pattern}'")
         changes[key] = {os.path.join(root, p if "/" in p else os.path.join("**", p)): list(c)
                         for p, c in table.items()}
     return dataclasses.replace(settings, **changes)
