@@ -68,37 +68,27 @@ def _color(args: argparse.Namespace, settings) -> bool:
         return False
 
 
-def _byte_budget(text: str) -> int:
-    """`--max-transfer-bytes`: a whole number of bytes, 0 or more."""
-    try:
-        value = int(text.replace("_", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of bytes, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"a budget cannot be negative ({value})")
-    return value
+def _number(convert, what: str, ok, refusal: str):
+    """An argparse type: `convert(text)`, "expected {what}" when that fails and `refusal`
+    (formatted with value and text) when `ok(value)` is false."""
+
+    def parse(text: str):
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        if not ok(value):
+            raise argparse.ArgumentTypeError(refusal.format(value=value, text=text))
+        return value
+
+    return parse
 
 
-def _jobs(text: str) -> int:
-    """`-j N`: how many entry points run at once, 1 or more."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number of jobs, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"at least 1 job (got {value})")
-    return value
-
-
-def _seconds(text: str) -> float:
-    """`--timeout SECONDS`: a number above 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"a timeout above 0 seconds (got {text})")
-    return value
+# --max-transfer-bytes: whole bytes, 0 or more; -j N: 1 or more; --timeout SECONDS: above 0
+_byte_budget = _number(lambda text: int(text.replace("_", "")), "a number of bytes", lambda v: v >= 0,
+                       "a budget cannot be negative ({value})")
+_jobs = _number(int, "a whole number of jobs", lambda v: v >= 1, "at least 1 job (got {value})")
+_seconds = _number(float, "a number of seconds", lambda v: v > 0, "a timeout above 0 seconds (got {text})")
 
 
 def _add_workers(parser: argparse.ArgumentParser, jobs: bool = True) -> None:
