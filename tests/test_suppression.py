@@ -98,6 +98,11 @@ def test_add_noqa_merges_into_an_xferlint_noqa_and_xf100_removes_the_stale_code(
     assert text.splitlines()[FIRST - 1] == "        a = x + y  # xferlint: noqa: XF003, XF001"
     code, report, _ = _json(capfd, scratch, monkeypatch)
     assert code == 1 and _codes(report) == ["XF100"] and report["findings"][0]["fixable"]
+    unfixed = (scratch / "model.py").read_text()
+    code, out, err = _check(capfd, scratch, monkeypatch, "--diff")  # shown, not written
+    assert code == 1 and (scratch / "model.py").read_text() == unfixed and "Would fix 1 finding." in err, err
+    assert "-        a = x + y  # xferlint: noqa: XF003, XF001\n" in out
+    assert "+        a = x + y  # xferlint: noqa: XF001\n" in out and out.startswith("--- ")
     code, _, err = _check(capfd, scratch, monkeypatch, "--fix")
     assert code == 0 and "removed 1 unused noqa directive (XF100)" in err, err
     assert (scratch / "model.py").read_text().splitlines()[FIRST - 1] == "        a = x + y  # xferlint: noqa: XF001"

@@ -379,8 +379,11 @@ def _check_diff(run, rules, settings, tried, output) -> int:
     for _, result in fixed:
         for line in result.refusal_lines():
             print(line, file=sys.stderr)
-    _write("".join(result.diff() for _, result in fixed), output)
-    fixes = sum(len(result.applied) for _, result in fixed)
+    from xferlint.noqa_commands import comment_diff
+
+    comments, mended = comment_diff(run)  # XF100: the stale noqa codes in the model source
+    _write("".join(result.diff() for _, result in fixed) + comments, output)
+    fixes = sum(len(result.applied) for _, result in fixed) + mended
     print(f"Would fix {fixes} finding{'s' if fixes != 1 else ''}." if fixes else "No fixes available.",
           file=sys.stderr)
     if run.errors:

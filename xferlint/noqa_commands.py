@@ -40,14 +40,10 @@ def add_noqa(run, root: str) -> int:
     return len(outcome.errors)
 
 
-def fix_comments(run) -> None:
-    """The XF100 fix under `check --fix`: remove the stale codes from the source files and
-    drop the findings that were fixed."""
-    from xferlint.fixes.noqa import remove_stale
+def _stale(run) -> tuple[list, list]:
+    """(directive, stale codes) for each XF100 finding its fix can mend, and those findings."""
     from xferlint.rules.unused_noqa import UnusedNoqa
 
-    if not run.comment_findings:
-        return
     stale, fixed = [], []
     by_place = {(d.file, d.line, d.column): d for d in run.record.source_directives()}
     for finding in run.comment_findings:
@@ -57,6 +53,40 @@ def fix_comments(run) -> None:
         if codes is not None:
             stale.append((directive, codes))
             fixed.append(finding)
+    return stale, fixed
+
+
+def comment_diff(run) -> tuple[str, int]:
+    """`check --diff`: XF100's edits to the model source as a unified diff (nothing is
+    written), and how many findings they fix."""
+    import difflib
+
+    from xferlint.fixes.noqa import remove_stale
+
+    if not run.comment_findings:
+        return "", 0
+    stale, fixed = _stale(run)
+    outcome = remove_stale(stale, write=False)
+    chunks = []
+    for path, (before, after) in sorted(outcome.texts.items()):
+        name = _rel(path)
+        chunks.extend(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
+                                           f"{name}", f"{name} (fixed)"))
+    for line in outcome.skipped:
+        note(line)
+    done = set(outcome.texts)
+    chunks = [line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in chunks]
+    return "".join(chunks), sum(1 for f in fixed if f.location is not None and f.location.file in done)
+
+
+def fix_comments(run) -> None:
+    """The XF100 fix under `check --fix`: remove the stale codes from the source files and
+    drop the findings that were fixed."""
+    from xferlint.fixes.noqa import remove_stale
+
+    if not run.comment_findings:
+        return
+    stale, fixed = _stale(run)
     outcome = remove_stale(stale)
     done = {path for path in outcome.changed}
     for path, count in sorted(outcome.changed.items()):

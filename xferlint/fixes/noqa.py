@@ -61,6 +61,7 @@ class Outcome:
     """What an edit run changed, per file, and what it left alone and why."""
 
     changed: dict = field(default_factory=dict)  # path -> number of directives
+    texts: dict = field(default_factory=dict)  # path -> (text before, text after), for --diff
     skipped: list = field(default_factory=list)  # one line each
     errors: list = field(default_factory=list)
 
@@ -154,8 +155,9 @@ def _without(content: str, directive: Directive, codes: tuple[str, ...]) -> Opti
     return before.rstrip() + ("  " + after if after else "")
 
 
-def remove_stale(stale: Iterable[tuple[Directive, tuple[str, ...]]]) -> Outcome:
-    """Remove stale codes (XF100's fix): each (directive, codes; () for a blanket one)."""
+def remove_stale(stale: Iterable[tuple[Directive, tuple[str, ...]]], write: bool = True) -> Outcome:
+    """Remove stale codes (XF100's fix): each (directive, codes; () for a blanket one).
+    With `write` false nothing is written: `texts` and `changed` say what would change."""
     outcome = Outcome()
     by_file: dict[str, list] = defaultdict(list)
     for directive, codes in stale:
@@ -165,7 +167,7 @@ def remove_stale(stale: Iterable[tuple[Directive, tuple[str, ...]]]) -> Outcome:
         if source is None:
             outcome.skipped.append(f"{path}: cannot be read; unused noqa directives left in place")
             continue
-        drop, count = set(), 0
+        drop, count, before = set(), 0, "".join(source.lines)
         # right to left on a line, so the offsets of the ones before stay valid
         for directive, codes in sorted(by_file[path], key=lambda item: (item[0].line, -item[0].start)):
             line = directive.line
@@ -179,6 +181,11 @@ def remove_stale(stale: Iterable[tuple[Directive, tuple[str, ...]]]) -> Outcome:
                 source.lines[line - 1] = edited + ending
             count += 1
         source.lines[:] = [text for i, text in enumerate(source.lines, start=1) if i not in drop]
-        if count:
+        if not count:
+            continue
+        outcome.texts[path] = (before, "".join(source.lines))
+        if write:
             _write(path, source, outcome, count)
+        else:
+            outcome.changed[path] = count
     return outcome
