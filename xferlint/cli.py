@@ -522,8 +522,11 @@ def _silently(handler, args: argparse.Namespace) -> int:
 
 
 def _run(handler, args: argparse.Namespace) -> int:
+    from xferlint.collector import one_command
+
     try:
-        return handler(args)
+        with one_command():
+            return handler(args)
     except XferlintError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_ERROR

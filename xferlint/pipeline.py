@@ -9,12 +9,12 @@ report), never the API or the CLI.
 
 from __future__ import annotations
 
-import contextlib
 import gc
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence
 
 from xferlint.analyzer.facts import DeviceFacts
+from xferlint.collector import collector_paused
 from xferlint.analyzer.summary import MethodTransfers, method_transfers
 from xferlint.analyzer.view import ProgramView
 from xferlint.errors import InputError, UnmodelledOpError, XferlintError
@@ -29,24 +29,6 @@ from xferlint.suppression import Record
 
 if TYPE_CHECKING:  # only the html and model-explorer formats draw timelines
     from xferlint.analyzer.timeline import MethodTimeline
-
-
-@contextlib.contextmanager
-def collector_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector for the analysis.
-
-    The view, the facts and the findings hold no reference cycles, so reference counting
-    frees them; the collector would only sweep the ever larger heap again and again
-    (about 45 % of a whole check on 10k-100k node programs, benchmarks/RESULTS.md).
-    The caller's setting is restored afterwards.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def analyze(view: ProgramView, rules: Sequence[Rule], transfers: Optional[list[MethodTransfers]] = None,

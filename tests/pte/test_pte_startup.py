@@ -82,3 +82,36 @@ def test_the_decoder_self_check_runs_once_per_process(project):
     for index, path in enumerate(files[:3]):
         _run(project, path)
         assert (project / "out-0.json").read_text() == together[index], path
+
+
+_COLLECTOR = r"""
+import gc, json, sys
+from xferlint import collector
+from xferlint.cli import main
+frozen, states = [], []
+real_freeze = gc.freeze
+def freeze():
+    frozen.append(1)
+    real_freeze()
+gc.freeze = freeze
+for _ in range(2):
+    main(["check", sys.argv[1], "--format", "json", "--output", "out-gc.json", "--exit-zero"])
+    states.append([gc.isenabled(), gc.get_freeze_count()])
+with collector.collector_paused():  # outside a command nothing is frozen on resume
+    pass
+states.append([gc.isenabled(), gc.get_freeze_count()])
+print(json.dumps({"frozen": len(frozen), "states": states}))
+"""
+
+
+def test_a_command_freezes_what_its_pauses_made_and_leaves_the_collector_as_it_found_it(project):
+    """In a command the paused stages' objects are frozen out of later collections; after
+    it (an in-process caller: tests, an editor) the collector runs and nothing stays frozen."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("XFERLINT")}
+    done = subprocess.run([sys.executable, "-c", _COLLECTOR, "models"], capture_output=True, text=True,
+                          cwd=project, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["frozen"] >= 2  # at least once per command
+    assert result["states"] == [[True, 0], [True, 0], [True, 0]]
+    assert json.loads((project / "out-gc.json").read_text())["findings"]
