@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import logging
 import os
 import sys
 import warnings
@@ -23,9 +22,8 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
 def _quiet_libraries() -> None:
-    """Keep import-time chatter of torch/torchao/executorch out of the report."""
-    for name in ("torchao", "torch.utils._pytree", "torch._export", "torch.export", "executorch"):
-        logging.getLogger(name).setLevel(logging.ERROR)
+    """Keep import-time warnings of torch/torchao/executorch out of the report (their
+    loggers are quieted where they are imported: frontends.entrypoints.stdout_to_stderr)."""
     warnings.filterwarnings("ignore", category=FutureWarning)
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     warnings.filterwarnings("ignore", category=UserWarning, module=r"(torch|executorch|torchao)(\.|$)")

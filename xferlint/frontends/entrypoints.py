@@ -168,9 +168,23 @@ def _display(path: str) -> str:
 # --------------------------------------------------------------------------- loading
 
 
+_LIBRARY_LOGGERS = ("torchao", "torch.utils._pytree", "torch._export", "torch.export", "executorch")
+
+
+def _quiet_libraries() -> None:
+    """Keep the import-time chatter of torch, torchao and ExecuTorch below ERROR out of the
+    report (here, where they are first imported: a `.pte` check never loads logging)."""
+    import logging
+
+    for name in _LIBRARY_LOGGERS:
+        logging.getLogger(name).setLevel(logging.ERROR)
+
+
 @contextlib.contextmanager
 def stdout_to_stderr() -> Iterator[None]:
-    """Send whatever user code prints (Python or C level) to stderr."""
+    """Send whatever user code prints (Python or C level) to stderr; the libraries it
+    imports log errors only."""
+    _quiet_libraries()
     sys.stdout.flush()
     saved = os.dup(1)
     try:
