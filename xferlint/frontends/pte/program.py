@@ -919,6 +919,29 @@ class _FastTables:
                        if compared)
         return True
 
+def _check_instruction(plan: Plan, ins: Instr, label: str, n: int, where: str, value: Any) -> None:
+    """Raise what is wrong with one instruction's indices (`_validate_plan`)."""
+    if ins.kind in (KERNEL, DELEGATE):
+        table, what = (plan.operators, "operator") if ins.kind == KERNEL else (plan.delegates, "delegate")
+        if not 0 <= ins.index < len(table):
+            raise PteFormatError(
+                f"corrupt: {where}: {label} calls {what} {ins.index}, but there are {len(table)}"
+            )
+        for a in ins.args:
+            value(a, label)
+    elif ins.kind == MOVE:
+        value(ins.move_from, label)
+        value(ins.move_to, label)
+    elif ins.kind == JUMP_FALSE:
+        value(ins.cond, label)
+        if not 0 <= ins.destination <= n:
+            raise PteFormatError(
+                f"corrupt: {where}: {label} jumps to instruction {ins.destination}, but the chain has {n}"
+            )
+    elif ins.kind == FREE:
+        value(ins.free, label)
+
+
 def _validate_plan(plan: Plan) -> None:
     """Every index a later stage follows must point inside its table."""
     n_values = len(plan.values)
@@ -928,39 +951,35 @@ def _validate_plan(plan: Plan) -> None:
         if not 0 <= index < n_values:
             raise PteFormatError(f"corrupt: {where}: {what} refers to value {index}, but there are {n_values} values")
 
-    for i in plan.inputs:
-        value(i, "an input")
-    for i in plan.outputs:
-        value(i, "an output")
+    for indices, what in ((plan.inputs, "an input"), (plan.outputs, "an output")):
+        if indices and not (min(indices) >= 0 and max(indices) < n_values):
+            for i in indices:
+                value(i, what)
     for i, ev in enumerate(plan.values):
         if ev.kind in (TENSOR_LIST, OPT_TENSOR_LIST):
             for item in ev.items:
                 if item == -1 and ev.kind == OPT_TENSOR_LIST:
                     continue
                 value(item, f"tensor list value {i}")
+    n_operators, n_delegates = len(plan.operators), len(plan.delegates)
     for c, chain in enumerate(plan.chains):
         n = len(chain.instructions)
         for k, ins in enumerate(chain.instructions):
-            label = f"instruction {k}" if len(plan.chains) == 1 else f"chain {c} instruction {k}"
-            if ins.kind in (KERNEL, DELEGATE):
-                table, what = (plan.operators, "operator") if ins.kind == KERNEL else (plan.delegates, "delegate")
-                if not 0 <= ins.index < len(table):
-                    raise PteFormatError(
-                        f"corrupt: {where}: {label} calls {what} {ins.index}, but there are {len(table)}"
-                    )
-                for a in ins.args:
-                    value(a, label)
-            elif ins.kind == MOVE:
-                value(ins.move_from, label)
-                value(ins.move_to, label)
-            elif ins.kind == JUMP_FALSE:
-                value(ins.cond, label)
-                if not 0 <= ins.destination <= n:
-                    raise PteFormatError(
-                        f"corrupt: {where}: {label} jumps to instruction {ins.destination}, but the chain has {n}"
-                    )
-            elif ins.kind == FREE:
-                value(ins.free, label)
+            # a cheap test of every index first; the messages only for an instruction that fails it
+            kind = ins.kind
+            if kind == KERNEL or kind == DELEGATE:
+                args = ins.args
+                ok = 0 <= ins.index < (n_operators if kind == KERNEL else n_delegates) and (
+                    not args or (min(args) >= 0 and max(args) < n_values))
+            elif kind == MOVE:
+                ok = 0 <= ins.move_from < n_values and 0 <= ins.move_to < n_values
+            elif kind == JUMP_FALSE:
+                ok = 0 <= ins.cond < n_values and 0 <= ins.destination <= n
+            else:
+                ok = kind != FREE or 0 <= ins.free < n_values
+            if not ok:
+                label = f"instruction {k}" if len(plan.chains) == 1 else f"chain {c} instruction {k}"
+                _check_instruction(plan, ins, label, n, where, value)
     for buffer_index, device_type, _ in plan.buffer_devices:
         if not 0 <= buffer_index < len(plan.buffer_sizes):
             raise PteFormatError(

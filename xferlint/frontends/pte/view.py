@@ -182,6 +182,10 @@ class _Frozen:
 
     def new(self, **values):
         """`cls(**values)`."""
+        return self.of(values)
+
+    def of(self, values: dict):
+        """`cls(**values)`, from a dict of the values."""
         if not self.direct:
             return self.cls(**values)
         obj = object.__new__(self.cls)
@@ -308,7 +312,8 @@ class _MethodBuilder:
 
     # nodes ------------------------------------------------------------------------
     def add(self, **kwargs) -> Node:
-        node = _NODE.new(index=len(self.nodes), **kwargs)
+        kwargs["index"] = len(self.nodes)
+        node = _NODE.of(kwargs)
         self.nodes.append(node)
         return node
 
