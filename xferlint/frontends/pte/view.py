@@ -222,7 +222,7 @@ class _MethodBuilder:
         self._fields: dict[tuple, dict] = {}
         self.constants: list[int] = []  # constant tensors but inputs: a CONSTANT node each
         self.state: list[int] = []  # constants and named mutable buffers
-        self.lists = frozenset(i for i, ev in enumerate(plan.values) if ev.kind in _LIST_KINDS)
+        self.lists: set[int] = set()  # (optional) tensor lists
         self.values = self._values()
         self.written: set[int] = set()  # values an instruction writes
         self._operators: dict[int, tuple] = {}
@@ -242,17 +242,20 @@ class _MethodBuilder:
         ids, inputs = self.ids, self.input_set
         by_object: tuple[dict, dict] = ({}, {})  # [is input] id(EValueInfo) -> (proto, constant, state)
         values: dict[str, Value] = {}
+        like = _VALUE.like
         for i, ev in enumerate(self.plan.values):
             ident = ids[i]
             if ev.tensor is None:
                 values[ident] = _VALUE.new(id=ident)
+                if ev.kind in _LIST_KINDS:
+                    self.lists.add(i)
                 continue
             is_input = i in inputs
             known = by_object[is_input].get(id(ev))
             if known is None:
                 known = by_object[is_input][id(ev)] = self._tensor_kind(i, ev.tensor, is_input)
             proto, constant, state = known
-            values[ident] = _VALUE.like(proto, id=ident)
+            values[ident] = like(proto, id=ident)
             if constant:
                 self.constants.append(i)
             if state:
@@ -306,9 +309,11 @@ class _MethodBuilder:
     def _names(self, indices) -> tuple[str, ...]:
         return tuple(map(self.ids.__getitem__, indices))
 
-    def _expand(self, operands: tuple[int, ...]) -> tuple[int, ...]:
-        """`_expand_lists`, skipped where no operand is a list (most calls)."""
-        return _expand_lists(self.plan, operands) if not self.lists.isdisjoint(operands) else tuple(operands)
+    def _expanded_names(self, operands: tuple[int, ...]) -> tuple[str, ...]:
+        """The ids of `_expand_lists(operands)` (skipped where no operand is a list: most calls)."""
+        if self.lists and not self.lists.isdisjoint(operands):
+            operands = _expand_lists(self.plan, operands)
+        return tuple(map(self.ids.__getitem__, operands))
 
     # nodes ------------------------------------------------------------------------
     def add(self, **kwargs) -> Node:
@@ -392,7 +397,7 @@ class _MethodBuilder:
             mutates = kind is OpKind.COMPUTE and any(map(operands.__contains__, results))
             return self.add(
                 name=f"{prefix} ({label})", kind=kind, target=target,
-                inputs=self._names(self._expand(operands)), outputs=self._names(results),
+                inputs=self._expanded_names(operands), outputs=self._names(results),
                 device=device, location=location, scope=scope, mutates=mutates,
             )
         if ins.kind == pp.DELEGATE:
@@ -404,7 +409,7 @@ class _MethodBuilder:
             return self.add(
                 name=f"{prefix} (delegate {ins.index}: {delegate.id})", kind=OpKind.DELEGATE,
                 target="executorch_call_delegate",
-                inputs=self._names(self._expand(operands)),
+                inputs=self._expanded_names(operands),
                 outputs=self._names(results), device=device, location=location,
                 delegate=info, scope=scope,
             )
