@@ -942,6 +942,15 @@ def _check_instruction(plan: Plan, ins: Instr, label: str, n: int, where: str, v
         value(ins.free, label)
 
 
+def _items_ok(ev: EValueInfo, n_values: int) -> bool:
+    """Whether a (optional) tensor list's items are values (-1, None, in an optional list)."""
+    if ev.kind == TENSOR_LIST:
+        return all(0 <= item < n_values for item in ev.items)
+    if ev.kind == OPT_TENSOR_LIST:
+        return all(item == -1 or 0 <= item < n_values for item in ev.items)
+    return True
+
+
 def _validate_plan(plan: Plan) -> None:
     """Every index a later stage follows must point inside its table."""
     n_values = len(plan.values)
@@ -955,12 +964,16 @@ def _validate_plan(plan: Plan) -> None:
         if indices and not (min(indices) >= 0 and max(indices) < n_values):
             for i in indices:
                 value(i, what)
-    for i, ev in enumerate(plan.values):
-        if ev.kind in (TENSOR_LIST, OPT_TENSOR_LIST):
-            for item in ev.items:
-                if item == -1 and ev.kind == OPT_TENSOR_LIST:
-                    continue
-                value(item, f"tensor list value {i}")
+    # The reader interns equal values: the value checks run on the distinct objects, and in
+    # value order (to name the first bad one) only when one of those fails.
+    distinct = dict(zip(map(id, plan.values), plan.values)).values()
+    if not all(_items_ok(ev, n_values) for ev in distinct):
+        for i, ev in enumerate(plan.values):
+            if ev.kind in (TENSOR_LIST, OPT_TENSOR_LIST):
+                for item in ev.items:
+                    if item == -1 and ev.kind == OPT_TENSOR_LIST:
+                        continue
+                    value(item, f"tensor list value {i}")
     n_operators, n_delegates = len(plan.operators), len(plan.delegates)
     for c, chain in enumerate(plan.chains):
         n = len(chain.instructions)
@@ -986,6 +999,10 @@ def _validate_plan(plan: Plan) -> None:
                 f"corrupt: {where}: non_const_buffer_device names buffer {buffer_index}, "
                 f"but there are {len(plan.buffer_sizes)}"
             )
+    n_buffers = len(plan.buffer_sizes)
+    if all(ev.tensor is None or ev.tensor.memory_id is None or 0 <= ev.tensor.memory_id < n_buffers
+           for ev in distinct):
+        return
     for i, ev in enumerate(plan.values):
         t = ev.tensor
         if t is not None and t.memory_id is not None and not 0 <= t.memory_id < len(plan.buffer_sizes):
