@@ -14,10 +14,12 @@ not overlap vectors), and anything the generated accessors raise on garbage beco
 """
 
 import struct
+from functools import partial
 from typing import Any, NamedTuple, Optional
 
 from xferlint.frontends.bounded import MAX_TEXT, safe_text
 from xferlint.frontends.pte.container import Container, PteFormatError, parse_container
+from xferlint.frontends.pte.layouts import Fields, Irregular
 from xferlint.frontends.pte.schema import generated
 
 MAX_RANK = 64  # ExecuTorch's runtime allows 16; anything far above is corruption
@@ -475,6 +477,25 @@ _AGREED: set[str] = set()  # the kinds ("plan", "chain", "values", "delegates", 
 _COMPARISONS = [0]  # how many comparisons this process ran (tests read it)
 
 
+_SIZES = tuple(struct.Struct(f"<{n}i") for n in range(MAX_RANK + 1))
+_NULL_VALUE = EValueInfo(NULL)
+_new_instr = partial(tuple.__new__, Instr)  # Instr from all its fields, without the generated __new__
+
+
+def _tensor_info(key: tuple) -> TensorInfo:
+    """The TensorInfo of `_FastTables._tensor`'s raw fields."""
+    scalar_type, sizes, data_buffer_idx, dynamism, alloc, extra = key
+    memory_id = offset = None
+    if alloc is not None:
+        memory_id, offset = alloc[0], alloc[1] | (alloc[2] << 32)
+    device_type, device_index, external, fqn = extra if extra is not None else (0, 0, False, None)
+    return TensorInfo(
+        scalar_type=scalar_type, sizes=sizes, data_buffer_idx=data_buffer_idx, memory_id=memory_id,
+        memory_offset=offset, device_type=device_type, device_index=device_index,
+        has_device_info=extra is not None, dynamism=dynamism, external=external, fqn=fqn,
+    )
+
+
 def self_checked() -> tuple[frozenset[str], int]:
     """The kinds the fast path was compared on in this process, and how many comparisons ran."""
     return frozenset(_AGREED), _COMPARISONS[0]
@@ -483,7 +504,22 @@ def self_checked() -> tuple[frozenset[str], int]:
 class _FastTables:
     def __init__(self, decoder: "_Decoder") -> None:
         self.d = decoder
-        self.buf = decoder.buf
+        self.buf = buf = decoder.buf
+        self._ev = Fields(buf, ((_EV_TYPE, "B", 0), (_EV_VAL, "I", None)))
+        self._int = Fields(buf, ((_SCALAR_SLOT, "q", 0),))
+        self._bool = Fields(buf, ((_SCALAR_SLOT, "B", 0),))
+        self._tensor_fields = Fields(buf, ((_T_SCALAR, "b", 0), (_T_SIZES, "I", None), (_T_DATA, "I", 0),
+                                           (_T_ALLOC, "I", None), (_T_DYNAMISM, "b", 0), (_T_EXTRA, "I", None)))
+        self._alloc = Fields(buf, ((_A_ID, "I", 0), (_A_LOW, "I", 0), (_A_HIGH, "I", 0)))
+        self._extra = Fields(buf, ((_X_FQN, "I", None), (_X_LOCATION, "b", 0), (_X_DEVICE, "b", 0),
+                                   (_X_INDEX, "b", 0)))
+        self._instr = Fields(buf, ((_IN_TYPE, "B", 0), (_IN_ARGS, "I", None)))
+        self._call = Fields(buf, ((_CALL_INDEX, "i", 0), (_CALL_ARGS, "I", None)))
+        self._pair = Fields(buf, ((_MOVE_FROM, "i", 0), (_MOVE_TO, "i", 0)))  # MoveCall, JumpFalseCall
+        self._single = Fields(buf, ((_FREE_VALUE, "i", 0),))
+        self._tensors: dict[tuple, EValueInfo] = {}  # raw tensor fields -> the one EValueInfo
+        self._scalars: dict[tuple[int, int], EValueInfo] = {}
+        self._int_structs: dict[int, struct.Struct] = {}
 
     # -- primitives ------------------------------------------------------------------
     def _table(self, pos: int) -> tuple[int, int]:
@@ -585,7 +621,65 @@ class _FastTables:
 
     # -- values ----------------------------------------------------------------------
     def values(self, plan_pos: int, n: int) -> tuple[EValueInfo, ...]:
-        return tuple(self.evalue(pos, i) for i, pos in enumerate(self._elements(plan_pos, _PLAN_VALUES, n)))
+        d = self.d
+        out = []
+        for i, pos in enumerate(self._elements(plan_pos, _PLAN_VALUES, n)):
+            budget = d.budget
+            try:
+                out.append(self._value(pos, i))
+            except Exception:  # noqa: BLE001 - corrupt: the field-by-field reader reports it as it always did
+                d.budget = budget
+                out.append(self.evalue(pos, i))
+        return tuple(out)
+
+    def _value(self, pos: int, i: int) -> EValueInfo:
+        """`evalue` with compiled tables (see `layouts`); tensors, ints and bools interned, so
+        equal values are one object (the view builds a tensor's metadata once per object).
+        Anything unusual raises, and `values` reads the value with `evalue` instead."""
+        (kind, val), offsets = self._ev.at(pos)
+        if kind == NULL or val is None:
+            return _NULL_VALUE
+        val += pos + offsets[1]
+        if kind == TENSOR:
+            return self._tensor(val, i)
+        if kind != INT and kind != BOOL:
+            return self.evalue(pos, i)
+        (x,), _ = (self._int if kind == INT else self._bool).at(val)
+        key = (kind, x)
+        ev = self._scalars.get(key)
+        if ev is None:
+            ev = self._scalars[key] = EValueInfo(kind, scalar=x if kind == INT else bool(x))
+        return ev
+
+    def _tensor(self, pos: int, i: int) -> EValueInfo:
+        """`tensor`, compiled: the raw fields are the key of the interned EValueInfo."""
+        buf, d = self.buf, self.d
+        (scalar, sizes_at, data, alloc_at, dynamism, extra_at), offsets = self._tensor_fields.at(pos)
+        sizes: tuple[int, ...] = ()
+        if sizes_at is not None:
+            start = pos + offsets[1] + sizes_at
+            n = _U32.unpack_from(buf, start)[0]
+            if n > MAX_RANK or n * 4 > d.budget or start + 4 + n * 4 > len(buf):
+                raise Irregular("sizes")  # `tensor` says what is wrong
+            d.budget -= n * 4 or 1  # what `count` charges
+            sizes = _SIZES[n].unpack_from(buf, start + 4)
+        alloc = None
+        if alloc_at is not None:
+            alloc, _ = self._alloc.at(pos + offsets[3] + alloc_at)
+        extra = None
+        if extra_at is not None:
+            x = pos + offsets[5] + extra_at
+            (fqn_at, location, device_type, device_index), xoffsets = self._extra.at(x)
+            fqn = None
+            if fqn_at is not None:
+                start, n = self._vector(x + xoffsets[0], 1, f"values[{i}] name")
+                fqn = d.text(buf[start : start + n])
+            extra = (device_type, device_index, location == 1, fqn)
+        key = (scalar, sizes, data, dynamism, alloc, extra)
+        ev = self._tensors.get(key)
+        if ev is None:
+            ev = self._tensors[key] = EValueInfo(TENSOR, tensor=_tensor_info(key))
+        return ev
 
     def evalue(self, pos: int, i: int) -> EValueInfo:
         buf = self.buf
@@ -716,35 +810,79 @@ class _FastTables:
 
     # -- instructions ------------------------------------------------------------------
     def instructions(self, chain_pos: int, n: int) -> list[Instr]:
+        d = self.d
         out = []
-        buf = self.buf
         for k, pos in enumerate(self._elements(chain_pos, _CHAIN_INSTRUCTIONS, n)):
-            vt, vlen = self._table(pos)
-            o = self._slot(vt, vlen, _IN_TYPE)
-            kind = _U8.unpack_from(buf, pos + o)[0] if o else 0
-            o = self._slot(vt, vlen, _IN_ARGS)
-            if not o:
-                raise PteFormatError(f"corrupt flatbuffer: {self.d.where}: instruction {k} has no arguments")
-            call = self._indirect(pos + o)
-            cvt, cvlen = self._table(call)
-
-            def field(s: int, default: int = 0) -> int:
-                co = self._slot(cvt, cvlen, s)
-                return _I32.unpack_from(buf, call + co)[0] if co else default
-
-            if kind == KERNEL or kind == DELEGATE:
-                co = self._slot(cvt, cvlen, _CALL_ARGS)
-                args = self._ints(call + co, f"instruction {k} args") if co else ()
-                out.append(Instr(kind, index=field(_CALL_INDEX), args=tuple(args)))
-            elif kind == MOVE:
-                out.append(Instr(MOVE, move_from=field(_MOVE_FROM), move_to=field(_MOVE_TO)))
-            elif kind == JUMP_FALSE:
-                out.append(Instr(JUMP_FALSE, cond=field(_JF_COND), destination=field(_JF_DEST)))
-            elif kind == FREE:
-                out.append(Instr(FREE, free=field(_FREE_VALUE)))
-            else:
-                raise PteFormatError(f"corrupt flatbuffer: {self.d.where}: instruction {k} has unknown type tag {kind}")
+            budget = d.budget
+            try:
+                out.append(self._instruction(pos, k))
+            except Exception:  # noqa: BLE001 - corrupt: the field-by-field reader reports it as it always did
+                d.budget = budget
+                out.append(self.instruction(pos, k))
         return out
+
+    def _instruction(self, pos: int, k: int) -> Instr:
+        """`instruction` with compiled tables; anything unusual raises (see `values`)."""
+        (kind, call), offsets = self._instr.at(pos)
+        if call is None:
+            raise Irregular("no arguments")
+        call += pos + offsets[1]
+        if kind == KERNEL or kind == DELEGATE:
+            buf, d = self.buf, self.d
+            (index, args_at), coffsets = self._call.at(call)
+            args: tuple[int, ...] = ()
+            if args_at is not None:
+                start = call + coffsets[1] + args_at
+                m = _U32.unpack_from(buf, start)[0]
+                if m * 4 > d.budget or start + 4 + m * 4 > len(buf):
+                    raise Irregular("args")
+                d.budget -= m * 4 or 1
+                args = self._ints_struct(m).unpack_from(buf, start + 4)
+            return _new_instr((kind, index, args, 0, 0, 0, 0, 0))
+        if kind == MOVE:
+            (source, target), _ = self._pair.at(call)
+            return _new_instr((MOVE, 0, (), source, target, 0, 0, 0))
+        if kind == JUMP_FALSE:
+            (cond, destination), _ = self._pair.at(call)
+            return _new_instr((JUMP_FALSE, 0, (), 0, 0, cond, destination, 0))
+        if kind == FREE:
+            (value,), _ = self._single.at(call)
+            return _new_instr((FREE, 0, (), 0, 0, 0, 0, value))
+        raise Irregular("type tag")
+
+    def _ints_struct(self, n: int) -> struct.Struct:
+        got = self._int_structs.get(n)
+        if got is None:
+            got = self._int_structs[n] = struct.Struct(f"<{n}i")
+        return got
+
+    def instruction(self, pos: int, k: int) -> Instr:
+        """Instruction `k` of a chain, field by field (the reference `_instruction` follows)."""
+        buf = self.buf
+        vt, vlen = self._table(pos)
+        o = self._slot(vt, vlen, _IN_TYPE)
+        kind = _U8.unpack_from(buf, pos + o)[0] if o else 0
+        o = self._slot(vt, vlen, _IN_ARGS)
+        if not o:
+            raise PteFormatError(f"corrupt flatbuffer: {self.d.where}: instruction {k} has no arguments")
+        call = self._indirect(pos + o)
+        cvt, cvlen = self._table(call)
+
+        def field(s: int, default: int = 0) -> int:
+            co = self._slot(cvt, cvlen, s)
+            return _I32.unpack_from(buf, call + co)[0] if co else default
+
+        if kind == KERNEL or kind == DELEGATE:
+            co = self._slot(cvt, cvlen, _CALL_ARGS)
+            args = self._ints(call + co, f"instruction {k} args") if co else ()
+            return Instr(kind, index=field(_CALL_INDEX), args=tuple(args))
+        if kind == MOVE:
+            return Instr(MOVE, move_from=field(_MOVE_FROM), move_to=field(_MOVE_TO))
+        if kind == JUMP_FALSE:
+            return Instr(JUMP_FALSE, cond=field(_JF_COND), destination=field(_JF_DEST))
+        if kind == FREE:
+            return Instr(FREE, free=field(_FREE_VALUE))
+        raise PteFormatError(f"corrupt flatbuffer: {self.d.where}: instruction {k} has unknown type tag {kind}")
 
     # -- self-check ----------------------------------------------------------------------
     def agrees(self, plan: Any) -> bool:
@@ -781,6 +919,38 @@ class _FastTables:
                        if compared)
         return True
 
+def _check_instruction(plan: Plan, ins: Instr, label: str, n: int, where: str, value: Any) -> None:
+    """Raise what is wrong with one instruction's indices (`_validate_plan`)."""
+    if ins.kind in (KERNEL, DELEGATE):
+        table, what = (plan.operators, "operator") if ins.kind == KERNEL else (plan.delegates, "delegate")
+        if not 0 <= ins.index < len(table):
+            raise PteFormatError(
+                f"corrupt: {where}: {label} calls {what} {ins.index}, but there are {len(table)}"
+            )
+        for a in ins.args:
+            value(a, label)
+    elif ins.kind == MOVE:
+        value(ins.move_from, label)
+        value(ins.move_to, label)
+    elif ins.kind == JUMP_FALSE:
+        value(ins.cond, label)
+        if not 0 <= ins.destination <= n:
+            raise PteFormatError(
+                f"corrupt: {where}: {label} jumps to instruction {ins.destination}, but the chain has {n}"
+            )
+    elif ins.kind == FREE:
+        value(ins.free, label)
+
+
+def _items_ok(ev: EValueInfo, n_values: int) -> bool:
+    """Whether a (optional) tensor list's items are values (-1, None, in an optional list)."""
+    if ev.kind == TENSOR_LIST:
+        return all(0 <= item < n_values for item in ev.items)
+    if ev.kind == OPT_TENSOR_LIST:
+        return all(item == -1 or 0 <= item < n_values for item in ev.items)
+    return True
+
+
 def _validate_plan(plan: Plan) -> None:
     """Every index a later stage follows must point inside its table."""
     n_values = len(plan.values)
@@ -790,45 +960,49 @@ def _validate_plan(plan: Plan) -> None:
         if not 0 <= index < n_values:
             raise PteFormatError(f"corrupt: {where}: {what} refers to value {index}, but there are {n_values} values")
 
-    for i in plan.inputs:
-        value(i, "an input")
-    for i in plan.outputs:
-        value(i, "an output")
-    for i, ev in enumerate(plan.values):
-        if ev.kind in (TENSOR_LIST, OPT_TENSOR_LIST):
-            for item in ev.items:
-                if item == -1 and ev.kind == OPT_TENSOR_LIST:
-                    continue
-                value(item, f"tensor list value {i}")
+    for indices, what in ((plan.inputs, "an input"), (plan.outputs, "an output")):
+        if indices and not (min(indices) >= 0 and max(indices) < n_values):
+            for i in indices:
+                value(i, what)
+    # The reader interns equal values: the value checks run on the distinct objects, and in
+    # value order (to name the first bad one) only when one of those fails.
+    distinct = dict(zip(map(id, plan.values), plan.values)).values()
+    if not all(_items_ok(ev, n_values) for ev in distinct):
+        for i, ev in enumerate(plan.values):
+            if ev.kind in (TENSOR_LIST, OPT_TENSOR_LIST):
+                for item in ev.items:
+                    if item == -1 and ev.kind == OPT_TENSOR_LIST:
+                        continue
+                    value(item, f"tensor list value {i}")
+    n_operators, n_delegates = len(plan.operators), len(plan.delegates)
     for c, chain in enumerate(plan.chains):
         n = len(chain.instructions)
         for k, ins in enumerate(chain.instructions):
-            label = f"instruction {k}" if len(plan.chains) == 1 else f"chain {c} instruction {k}"
-            if ins.kind in (KERNEL, DELEGATE):
-                table, what = (plan.operators, "operator") if ins.kind == KERNEL else (plan.delegates, "delegate")
-                if not 0 <= ins.index < len(table):
-                    raise PteFormatError(
-                        f"corrupt: {where}: {label} calls {what} {ins.index}, but there are {len(table)}"
-                    )
-                for a in ins.args:
-                    value(a, label)
-            elif ins.kind == MOVE:
-                value(ins.move_from, label)
-                value(ins.move_to, label)
-            elif ins.kind == JUMP_FALSE:
-                value(ins.cond, label)
-                if not 0 <= ins.destination <= n:
-                    raise PteFormatError(
-                        f"corrupt: {where}: {label} jumps to instruction {ins.destination}, but the chain has {n}"
-                    )
-            elif ins.kind == FREE:
-                value(ins.free, label)
+            # a cheap test of every index first; the messages only for an instruction that fails it
+            kind = ins.kind
+            if kind == KERNEL or kind == DELEGATE:
+                args = ins.args
+                ok = 0 <= ins.index < (n_operators if kind == KERNEL else n_delegates) and (
+                    not args or (min(args) >= 0 and max(args) < n_values))
+            elif kind == MOVE:
+                ok = 0 <= ins.move_from < n_values and 0 <= ins.move_to < n_values
+            elif kind == JUMP_FALSE:
+                ok = 0 <= ins.cond < n_values and 0 <= ins.destination <= n
+            else:
+                ok = kind != FREE or 0 <= ins.free < n_values
+            if not ok:
+                label = f"instruction {k}" if len(plan.chains) == 1 else f"chain {c} instruction {k}"
+                _check_instruction(plan, ins, label, n, where, value)
     for buffer_index, device_type, _ in plan.buffer_devices:
         if not 0 <= buffer_index < len(plan.buffer_sizes):
             raise PteFormatError(
                 f"corrupt: {where}: non_const_buffer_device names buffer {buffer_index}, "
                 f"but there are {len(plan.buffer_sizes)}"
             )
+    n_buffers = len(plan.buffer_sizes)
+    if all(ev.tensor is None or ev.tensor.memory_id is None or 0 <= ev.tensor.memory_id < n_buffers
+           for ev in distinct):
+        return
     for i, ev in enumerate(plan.values):
         t = ev.tensor
         if t is not None and t.memory_id is not None and not 0 <= t.memory_id < len(plan.buffer_sizes):

@@ -29,6 +29,7 @@ several chains), so findings locate as `model.pte:forward:instr 12 (aten::cos.ou
 """
 
 import os
+from dataclasses import MISSING, fields, replace
 from functools import lru_cache
 from typing import NamedTuple, Optional
 
@@ -56,6 +57,10 @@ D2H_OP = "et_copy::_d2h_copy"
 TARGET_DEVICE_KEY = "target_device"
 _ALIAS_OPS = frozenset({"executorch_prim::et_view", "aten::alias"})
 _COPY_INDEX_OP = "executorch_prim::et_copy_index"
+# a kernel's node kind by operator name (any other: COMPUTE)
+_KERNEL_KINDS = {H2D_OP: OpKind.H2D, D2H_OP: OpKind.D2H, **{op: OpKind.ALIAS for op in _ALIAS_OPS},
+                 _COPY_INDEX_OP: OpKind.MOVE}
+_LIST_KINDS = (pp.TENSOR_LIST, pp.OPT_TENSOR_LIST)
 
 
 def value_id(index: int) -> str:
@@ -159,6 +164,51 @@ def delegate_io(plan: pp.Plan, args: tuple[int, ...], seen: set[int], fixed: set
 # --------------------------------------------------------------------------- builder
 
 
+class _Frozen:
+    """Instances of a frozen dataclass without its generated `__init__`, which calls
+    `object.__setattr__` once per field (~1.3 us a Value, ~1.9 us a Node: a third of
+    `view_of` on a program of 200,000 values and nodes). The instance's `__dict__` is the one
+    `__init__` leaves: every field, in declaration order. Where that shortcut would not hold
+    (slots, `__post_init__`, default factories, fields outside `__init__`), the class is called."""
+
+    __slots__ = ("cls", "template", "direct")
+
+    def __init__(self, cls: type) -> None:
+        spec = fields(cls)
+        self.cls = cls
+        self.template = {f.name: f.default for f in spec}
+        self.direct = not (hasattr(cls, "__slots__") or hasattr(cls, "__post_init__")
+                           or any(not f.init or f.default_factory is not MISSING for f in spec))
+
+    def new(self, **values):
+        """`cls(**values)`."""
+        return self.of(values)
+
+    def of(self, values: dict):
+        """`cls(**values)`, from a dict of the values."""
+        if not self.direct:
+            return self.cls(**values)
+        obj = object.__new__(self.cls)
+        state = obj.__dict__
+        state.update(self.template)
+        state.update(values)
+        return obj
+
+    def like(self, proto, **changes):
+        """`dataclasses.replace(proto, **changes)`."""
+        if not self.direct:
+            return replace(proto, **changes)
+        obj = object.__new__(self.cls)
+        state = obj.__dict__
+        state.update(proto.__dict__)
+        state.update(changes)
+        return obj
+
+
+_NODE = _Frozen(Node)
+_VALUE = _Frozen(Value)
+
+
 class _MethodBuilder:
     def __init__(self, plan: pp.Plan, plan_index: int, locations: Optional[dict] = None) -> None:
         self.plan = plan
@@ -168,8 +218,15 @@ class _MethodBuilder:
         self.instr_of_node: dict[int, tuple[int, int]] = {}
         self.buffer_devices = self._buffer_devices()
         self.input_set = frozenset(plan.inputs)
+        self.ids = [f"v{i}" for i in range(len(plan.values))]  # value_id(i), made once
         self._fields: dict[tuple, dict] = {}
-        self.values = {value_id(i): self._value(i, ev) for i, ev in enumerate(plan.values)}
+        self.constants: list[int] = []  # constant tensors but inputs: a CONSTANT node each
+        self.state: list[int] = []  # constants and named mutable buffers
+        self.lists: set[int] = set()  # (optional) tensor lists
+        self.values = self._values()
+        self.written: set[int] = set()  # values an instruction writes
+        self._operators: dict[int, tuple] = {}
+        self._delegates: dict[int, tuple] = {}
 
     # values -----------------------------------------------------------------------
     def _buffer_devices(self) -> tuple[Device, ...]:
@@ -178,16 +235,42 @@ class _MethodBuilder:
             devices[buffer_index] = device_of(device_type, device_index)
         return tuple(devices)
 
-    def _value(self, index: int, ev: pp.EValueInfo) -> Value:
-        t = ev.tensor
-        if t is None:
-            return Value(id=value_id(index))
-        # equal tensor infos (and input-ness) give equal metadata: built once per method
-        key = (t, index in self.input_set)
-        fields = self._fields.get(key)
-        if fields is None:
-            fields = self._fields[key] = self._tensor_fields(index, t)
-        return Value(id=value_id(index), **fields)
+    def _values(self) -> dict[str, Value]:
+        """Every value by id. Equal tensor infos (and input-ness) give equal metadata, built
+        once per method; the reader hands equal values over as one object, so each value
+        looks its metadata up by identity first (hashing a TensorInfo costs more)."""
+        ids, inputs = self.ids, self.input_set
+        by_object: tuple[dict, dict] = ({}, {})  # [is input] id(EValueInfo) -> (proto, constant, state)
+        values: dict[str, Value] = {}
+        like = _VALUE.like
+        for i, ev in enumerate(self.plan.values):
+            ident = ids[i]
+            if ev.tensor is None:
+                values[ident] = _VALUE.new(id=ident)
+                if ev.kind in _LIST_KINDS:
+                    self.lists.add(i)
+                continue
+            is_input = i in inputs
+            known = by_object[is_input].get(id(ev))
+            if known is None:
+                known = by_object[is_input][id(ev)] = self._tensor_kind(i, ev.tensor, is_input)
+            proto, constant, state = known
+            values[ident] = like(proto, id=ident)
+            if constant:
+                self.constants.append(i)
+            if state:
+                self.state.append(i)
+        return values
+
+    def _tensor_kind(self, index: int, t: pp.TensorInfo, is_input: bool) -> tuple[Value, bool, bool]:
+        """(a Value with the tensor's metadata, whether it gets a CONSTANT node, whether it
+        holds data before the first instruction)."""
+        key = (t, is_input)
+        fields_ = self._fields.get(key)
+        if fields_ is None:
+            fields_ = self._fields[key] = self._tensor_fields(index, t)
+        constant = t.data_buffer_idx > 0 or t.external
+        return _VALUE.new(id="", **fields_), constant and not is_input, constant or bool(t.planned and t.fqn)
 
     def _tensor_fields(self, index: int, t: pp.TensorInfo) -> dict:
         """A tensor value's fields but its id (its metadata shared by the equal ones)."""
@@ -223,108 +306,129 @@ class _MethodBuilder:
             return self.buffer_devices[t.memory_id]
         return tag
 
+    def _names(self, indices) -> tuple[str, ...]:
+        return tuple(map(self.ids.__getitem__, indices))
+
+    def _expanded_names(self, operands: tuple[int, ...]) -> tuple[str, ...]:
+        """The ids of `_expand_lists(operands)` (skipped where no operand is a list: most calls)."""
+        if self.lists and not self.lists.isdisjoint(operands):
+            operands = _expand_lists(self.plan, operands)
+        return tuple(map(self.ids.__getitem__, operands))
+
     # nodes ------------------------------------------------------------------------
     def add(self, **kwargs) -> Node:
-        node = Node(index=len(self.nodes), **kwargs)
+        kwargs["index"] = len(self.nodes)
+        node = _NODE.of(kwargs)
         self.nodes.append(node)
         return node
 
     def build(self) -> tuple[MethodView, PteMethodMap]:
         plan = self.plan
+        ids = self.ids
         for k, i in enumerate(plan.inputs):
-            self.add(name=f"input {k} ({value_id(i)})", kind=OpKind.INPUT, target="input", outputs=(value_id(i),))
-        for i, ev in enumerate(plan.values):
-            t = ev.tensor
-            if t is not None and (t.data_buffer_idx > 0 or t.external) and i not in self.input_set:
-                label = f" ({t.fqn})" if t.fqn else ""
-                self.add(name=f"constant {value_id(i)}{label}", kind=OpKind.CONSTANT, target="constant",
-                         outputs=(value_id(i),))
+            self.add(name=f"input {k} ({ids[i]})", kind=OpKind.INPUT, target="input", outputs=(ids[i],))
+        for i in self.constants:
+            fqn = plan.values[i].tensor.fqn
+            label = f" ({fqn})" if fqn else ""
+            self.add(name=f"constant {ids[i]}{label}", kind=OpKind.CONSTANT, target="constant", outputs=(ids[i],))
         first_instruction = len(self.nodes)
         multi = len(plan.chains) > 1
         # inputs, constants and named mutable buffers (state a delegate may read directly, as
         # in legacy mode) hold data before the first instruction: never a delegate's result
-        fixed = set(plan.inputs) | {i for i, ev in enumerate(plan.values)
-                                    if ev.tensor is not None and (ev.tensor.data_buffer_idx > 0 or ev.tensor.external
-                                                                  or (ev.tensor.planned and ev.tensor.fqn))}
+        fixed = set(plan.inputs)
+        fixed.update(self.state)
         seen: set[int] = set()
         scopes = [_scopes(chain) for chain in plan.chains]
         for c, chain in enumerate(plan.chains):
+            locate = chain.stacktrace is not None or (c == 0 and bool(self.locations))
+            chain_scopes = scopes[c]
             for k, ins in enumerate(chain.instructions):
                 prefix = f"chain {c} instr {k}" if multi else f"instr {k}"
-                location = _location(chain, k) or (self.locations.get(k) if c == 0 else None)
-                node = self._instruction(ins, prefix, location, scopes[c][k], seen, fixed)
+                location = (_location(chain, k) or (self.locations.get(k) if c == 0 else None)) if locate else None
+                node = self._instruction(ins, prefix, location, chain_scopes[k], seen, fixed)
                 self.instr_of_node[node.index] = (c, k)
         cfg = self._cfg(first_instruction)
         view = MethodView(
             name=plan.name,
             nodes=tuple(self.nodes),
             values=self.values,
-            inputs=tuple(value_id(i) for i in plan.inputs),
-            outputs=tuple(value_id(i) for i in plan.outputs),
+            inputs=self._names(plan.inputs),
+            outputs=self._names(plan.outputs),
             cfg=cfg,
             buffer_devices=self.buffer_devices,
         )
         mapping = PteMethodMap(
             plan_index=self.plan_index,
             instr_of_node=dict(self.instr_of_node),
-            node_of_instr={v: k for k, v in self.instr_of_node.items()},
+            node_of_instr=dict(zip(self.instr_of_node.values(), self.instr_of_node.keys())),
             first_instruction_node=first_instruction,
         )
         return view, mapping
 
+    def _operator(self, index: int) -> tuple:
+        """(name, kind, node label, target) of operator `index`, worked out once."""
+        got = self._operators.get(index)
+        if got is None:
+            name, overload = self.plan.operators[index]
+            kind = _KERNEL_KINDS.get(name, OpKind.COMPUTE)
+            got = self._operators[index] = (name, kind, operator_name(name, overload), target_name(name, overload))
+        return got
+
+    def _delegate(self, index: int) -> tuple:
+        """(the DelegateInfo, target device) of delegate `index`, worked out once."""
+        got = self._delegates.get(index)
+        if got is None:
+            delegate = self.plan.delegates[index]
+            specs, device = _compile_specs(delegate)
+            got = self._delegates[index] = (DelegateInfo(backend=delegate.id, compile_specs=specs, index=index), device)
+        return got
+
     def _instruction(self, ins: pp.Instr, prefix: str, location, scope: str, seen: set[int], fixed: set[int]) -> Node:
         plan = self.plan
+        ids = self.ids
         if ins.kind == pp.KERNEL:
-            name, overload = plan.operators[ins.index]
+            name, kind, label, target = self._operator(ins.index)
             operands, results = kernel_io(plan, name, ins.args)
             seen.update(ins.args)
-            kind = OpKind.COMPUTE
-            device = None
-            if name == H2D_OP:
-                kind = OpKind.H2D
-                device = self._h2d_device(results)
-            elif name == D2H_OP:
-                kind = OpKind.D2H
-            elif name in _ALIAS_OPS:
-                kind = OpKind.ALIAS
+            self.written.update(results)
+            device = self._h2d_device(results) if kind is OpKind.H2D else None
+            if kind is OpKind.ALIAS:
                 operands = operands[:1]
-            elif name == _COPY_INDEX_OP:
-                kind = OpKind.MOVE
-            inputs = _expand_lists(plan, operands)
-            mutates = kind == OpKind.COMPUTE and any(r in operands for r in results)
+            mutates = kind is OpKind.COMPUTE and any(map(operands.__contains__, results))
             return self.add(
-                name=f"{prefix} ({operator_name(name, overload)})", kind=kind, target=target_name(name, overload),
-                inputs=tuple(value_id(a) for a in inputs), outputs=tuple(value_id(r) for r in results),
+                name=f"{prefix} ({label})", kind=kind, target=target,
+                inputs=self._expanded_names(operands), outputs=self._names(results),
                 device=device, location=location, scope=scope, mutates=mutates,
             )
         if ins.kind == pp.DELEGATE:
             delegate = plan.delegates[ins.index]
             operands, results = delegate_io(plan, ins.args, seen, fixed)
             seen.update(ins.args)
-            specs, device = _compile_specs(delegate)
-            info = DelegateInfo(backend=delegate.id, compile_specs=specs, index=ins.index)
+            self.written.update(results)
+            info, device = self._delegate(ins.index)
             return self.add(
                 name=f"{prefix} (delegate {ins.index}: {delegate.id})", kind=OpKind.DELEGATE,
                 target="executorch_call_delegate",
-                inputs=tuple(value_id(a) for a in _expand_lists(plan, operands)),
-                outputs=tuple(value_id(r) for r in results), device=device, location=location,
+                inputs=self._expanded_names(operands),
+                outputs=self._names(results), device=device, location=location,
                 delegate=info, scope=scope,
             )
         if ins.kind == pp.MOVE:
             seen.update((ins.move_from, ins.move_to))
+            self.written.add(ins.move_to)
             return self.add(
-                name=f"{prefix} (move {value_id(ins.move_from)} -> {value_id(ins.move_to)})", kind=OpKind.MOVE,
-                target="move", inputs=(value_id(ins.move_from),), outputs=(value_id(ins.move_to),),
+                name=f"{prefix} (move {ids[ins.move_from]} -> {ids[ins.move_to]})", kind=OpKind.MOVE,
+                target="move", inputs=(ids[ins.move_from],), outputs=(ids[ins.move_to],),
                 location=location, scope=scope,
             )
         if ins.kind == pp.JUMP_FALSE:
             seen.add(ins.cond)
             return self.add(
-                name=f"{prefix} (jump_false {value_id(ins.cond)} -> {ins.destination})", kind=OpKind.CONTROL,
-                target="jump_false", inputs=(value_id(ins.cond),), location=location, scope=scope,
+                name=f"{prefix} (jump_false {ids[ins.cond]} -> {ins.destination})", kind=OpKind.CONTROL,
+                target="jump_false", inputs=(ids[ins.cond],), location=location, scope=scope,
             )
         seen.add(ins.free)
-        return self.add(name=f"{prefix} (free {value_id(ins.free)})", kind=OpKind.COMPUTE, target="free",
+        return self.add(name=f"{prefix} (free {ids[ins.free]})", kind=OpKind.COMPUTE, target="free",
                         location=location, scope=scope)
 
     def _h2d_device(self, results: tuple[int, ...]) -> Optional[Device]:
@@ -347,7 +451,7 @@ class _MethodBuilder:
     def _cfg(self, first_instruction: int) -> ControlFlowGraph:
         plan = self.plan
         n_nodes = len(self.nodes)
-        written = {int(v[1:]) for node in self.nodes[first_instruction:] for v in node.outputs}
+        written = self.written
         succ: list[tuple[int, ...]] = []
         exits: set[int] = set()
         chain_starts: list[int] = []
@@ -374,16 +478,20 @@ class _MethodBuilder:
             n = len(chain.instructions)
             start = chain_starts[c]
             for k, ins in enumerate(chain.instructions):
-                targets: list[Optional[int]] = []
                 fall = start + k + 1 if k + 1 < n else after_chain[c]
-                if ins.kind == pp.JUMP_FALSE:
-                    jump = start + ins.destination if ins.destination < n else after_chain[c]
-                    constant = _constant_bool(plan, ins.cond, written)
-                    if constant is not True:
-                        targets.append(jump)
-                    if constant is not False:
-                        targets.append(fall)
-                else:
+                if ins.kind != pp.JUMP_FALSE:  # most: the next instruction only
+                    if fall is None:
+                        succ.append(())
+                        exits.add(start + k)
+                    else:
+                        succ.append((fall,))
+                    continue
+                targets: list[Optional[int]] = []
+                jump = start + ins.destination if ins.destination < n else after_chain[c]
+                constant = _constant_bool(plan, ins.cond, written)
+                if constant is not True:
+                    targets.append(jump)
+                if constant is not False:
                     targets.append(fall)
                 real = tuple(dict.fromkeys(t for t in targets if t is not None))
                 succ.append(real)

@@ -1,0 +1,53 @@
+"""`layouts.Fields`: a table's fields in one unpack, read as the field-by-field reader reads them."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from xferlint.frontends.pte.layouts import Fields, Irregular
+
+SPEC = ((4, "B", 0), (6, "I", None), (8, "i", -1))
+
+
+def _table(slots: tuple[int, ...], body: bytes) -> bytes:
+    """A vtable at 0 (its slots as given), then the table: its vtable offset, then `body`."""
+    vtable = struct.pack(f"<HH{len(slots)}H", 4 + 2 * len(slots), 4 + len(body), *slots)
+    return vtable + struct.pack("<i", len(vtable)) + body
+
+
+def test_stored_fields_in_spec_order_absent_ones_default():
+    # the u32 stored before the u8 (flatc orders fields by size), slot 8 beyond the vtable
+    buf = _table((8, 4), struct.pack("<I", 1234) + bytes([7, 0, 0, 0]))
+    fields = Fields(buf, SPEC)
+    assert fields.at(8) == ((7, 1234, -1), (8, 4, 0))
+    assert fields.at(8) == ((7, 1234, -1), (8, 4, 0))  # compiled once per vtable, read again
+    assert list(fields.compiled) == [0]
+
+
+def test_a_single_field_is_a_one_tuple():
+    buf = _table((4,), struct.pack("<q", -5))
+    assert Fields(buf, ((4, "q", 0),)).at(6) == ((-5,), (4,))
+
+
+def test_overlapping_fields_are_irregular():
+    buf = _table((4, 4), struct.pack("<I", 1))
+    with pytest.raises(Irregular):
+        Fields(buf, SPEC[:2]).at(8)
+
+
+def test_a_table_past_the_end_raises():
+    buf = _table((4, 8), struct.pack("<I", 1))  # the second field runs past the buffer
+    with pytest.raises(struct.error):
+        Fields(buf, SPEC[:2]).at(8)
+
+
+@pytest.mark.parametrize("name", ["addsin-noelide", "cond-nested"])
+def test_equal_values_are_one_object(pte_bytes, name):
+    """The reader interns equal tensors, ints and bools (the view builds metadata per object)."""
+    from xferlint.frontends.pte import program as pp
+
+    for plan in pp.read_program(pte_bytes(name)).plans:
+        values = [ev for ev in plan.values if ev.kind in (pp.NULL, pp.INT, pp.BOOL, pp.TENSOR)]
+        assert len({id(ev) for ev in values}) == len(set(values))
