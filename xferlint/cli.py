@@ -291,7 +291,8 @@ def cmd_check(args: argparse.Namespace) -> int:
                       project_root=root)
     noqa_commands.print_notes(run)
     apply_per_file_ignores(run, settings.per_file_ignores, settings.extend_per_file_ignores)
-    tried = settle_fixability(run, rules, unsafe_fixes=settings.unsafe_fixes, strict=settings.strict)
+    tried = settle_fixability(run, rules, unsafe_fixes=settings.unsafe_fixes, strict=settings.strict,
+                              keep_results=bool(args.diff or args.fix))  # only --diff / --fix reuse the trials
     if args.diff:
         return _check_diff(run, rules, settings, tried, settings.output)
     if args.fix:

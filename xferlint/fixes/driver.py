@@ -22,8 +22,11 @@ EXPORTED_NOT_FIXED = ("an ExportedProgram is fixed through its archive: torch.ex
 FILE_KINDS = frozenset({"pte", "pt2"})  # fixed by trying the fix: the re-read file decides
 
 
-def fix_loaded(loaded: LoadedProgram, rules: Sequence[Rule], *, unsafe_fixes: bool = False, strict: bool = False):
-    """Fix a program a frontend loaded. Raises FixError when it cannot be fixed at all."""
+def fix_loaded(loaded: LoadedProgram, rules: Sequence[Rule], *, unsafe_fixes: bool = False, strict: bool = False,
+               decisions_only: bool = False):
+    """Fix a program a frontend loaded. Raises FixError when it cannot be fixed at all.
+    `decisions_only`: only which fixes apply and why the others are refused are wanted
+    (a `.pte` trial then lints less; see `xferlint.fixes.pte.fix.fix_pte_loaded`)."""
     view = loaded.view
     origin = ProgramView(input=view.input, name=view.name, kind=view.kind, file=view.file)
     if view.kind == "pt2":
@@ -33,7 +36,7 @@ def fix_loaded(loaded: LoadedProgram, rules: Sequence[Rule], *, unsafe_fixes: bo
     if view.kind == "pte":
         from xferlint.fixes.pte import fix_pte
 
-        return fix_pte(loaded, rules, origin, unsafe_fixes=unsafe_fixes, strict=strict)
+        return fix_pte(loaded, rules, origin, unsafe_fixes=unsafe_fixes, strict=strict, decisions_only=decisions_only)
     if isinstance(loaded.native, Detached):  # loaded (and fixed) in a worker process
         return loaded.native.fixed(view.input)
     if loaded.native is None:
@@ -91,11 +94,12 @@ def _mark_refused(findings: list[Finding], refused: dict[tuple, str]) -> list[Fi
 
 
 def settle_fixability(run: CheckRun, rules: Sequence[Rule], *, unsafe_fixes: bool = False,
-                      strict: bool = False) -> dict[int, object]:
+                      strict: bool = False, keep_results: bool = True) -> dict[int, object]:
     """Mark fixable only what a fix will remove: a `.pte` or `.pt2` fix is tried (the
     re-read file decides; for a `.pte` also the memory-plan proof), a graph program's fixes
     are planned; a refused finding loses `[*]` and carries `fix_refused`. Returns the
-    files' FixResults by id(loaded), for reuse."""
+    files' FixResults by id(loaded), for reuse; with `keep_results=False` (nothing will
+    reuse them: a plain `check`) none, and a `.pte` trial only decides."""
     tried: dict[int, object] = {}
     lints: dict[int, list[tuple]] = {}
     for lint in run.lints:
@@ -104,7 +108,7 @@ def settle_fixability(run: CheckRun, rules: Sequence[Rule], *, unsafe_fixes: boo
     if len(set(keys)) != len(keys):  # an input named twice: each replacement sees the one before
         for loaded in run.loaded:
             mine = run.findings_of(loaded.view)
-            refused = _refused(loaded, mine, rules, unsafe_fixes, strict, tried, lints)
+            refused = _refused(loaded, mine, rules, unsafe_fixes, strict, tried, lints, keep_results)
             if refused:
                 run.replace_findings(loaded.view, _mark_refused(mine, refused))
         return tried
@@ -115,7 +119,7 @@ def settle_fixability(run: CheckRun, rules: Sequence[Rule], *, unsafe_fixes: boo
     with collector_paused():  # fix trials and plans: no user code, no reference cycles
         for loaded in run.loaded:
             mine = by_program.get((loaded.view.input, loaded.view.name), [])
-            refused = _refused(loaded, mine, rules, unsafe_fixes, strict, tried, lints)
+            refused = _refused(loaded, mine, rules, unsafe_fixes, strict, tried, lints, keep_results)
             if refused:
                 replacements.append((loaded.view, _mark_refused(mine, refused)))
         run.replace_many(replacements)
@@ -123,8 +127,9 @@ def settle_fixability(run: CheckRun, rules: Sequence[Rule], *, unsafe_fixes: boo
 
 
 def _refused(loaded: LoadedProgram, mine: list[Finding], rules: Sequence[Rule], unsafe_fixes: bool, strict: bool,
-             tried: dict[int, object], run_lints: dict[int, list[tuple]]) -> dict[tuple, str]:
-    """Finding key -> why its fix is refused, for one program whose findings are `mine`."""
+             tried: dict[int, object], run_lints: dict[int, list[tuple]], keep: bool = True) -> dict[tuple, str]:
+    """Finding key -> why its fix is refused, for one program whose findings are `mine`;
+    its FixResult goes into `tried` when `keep`."""
     view = loaded.view
     if not any(f.fixable for f in mine):
         return {}
@@ -137,8 +142,9 @@ def _refused(loaded: LoadedProgram, mine: list[Finding], rules: Sequence[Rule], 
 
     try:
         if view.kind in FILE_KINDS:
-            result = fix_loaded(loaded, rules, unsafe_fixes=unsafe_fixes, strict=strict)
-            tried[id(loaded)] = result
+            result = fix_loaded(loaded, rules, unsafe_fixes=unsafe_fixes, strict=strict, decisions_only=not keep)
+            if keep:
+                tried[id(loaded)] = result
             return _refusals(result)
         if _is_exported_program(loaded.native):
             return {finding_key(f): EXPORTED_NOT_FIXED for f in mine}

@@ -16,7 +16,7 @@ program, until nothing is left (then a second fix would change nothing).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Collection, Optional, Sequence
+from typing import Callable, Collection, Optional, Sequence
 
 from xferlint.analyzer.facts import DeviceFacts
 from xferlint.analyzer.view import MethodView, ProgramView
@@ -24,7 +24,10 @@ from xferlint.findings import Applicability, Finding, Severity
 from xferlint.fixes.plan import FixPlan, NoFix, finding_key, resolve, select
 from xferlint.fixes.planners import PLANNERS
 from xferlint.rules._lint import lint_method
-from xferlint.rules.base import Rule
+from xferlint.rules.base import Rule, RuleContext
+
+# How a method is linted: (program, method) -> (its rule context, its findings).
+Lint = Callable[[ProgramView, MethodView], tuple[RuleContext, list[Finding]]]
 
 MAX_ROUNDS = 8  # each round removes at least one node; real programs settle in one or two
 
@@ -52,9 +55,11 @@ def plan_method(
     rules: Sequence[Rule],
     unsafe_fixes: bool = False,
     exclude: Collection[tuple] = (),
+    lint: Optional[Lint] = None,
 ) -> MethodPlanning:
-    """Lint `method` and plan a fix for every fixable finding not in `exclude` (keys)."""
-    ctx, findings = lint_method(program, method, rules)
+    """Lint `method` and plan a fix for every fixable finding not in `exclude` (keys).
+    `lint`: how to lint it (default: every rule of `rules`, `lint_method`)."""
+    ctx, findings = lint(program, method) if lint is not None else lint_method(program, method, rules)
     facts = ctx.facts
     planning = MethodPlanning(method=method, facts=facts, findings=findings)
     wanted: list[FixPlan] = []

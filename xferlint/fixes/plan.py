@@ -21,7 +21,7 @@ next round, planned afresh on the fixed program) -> `resolve()`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Iterable, NamedTuple, Optional, Sequence
 
 from xferlint.analyzer.facts import DeviceFacts
@@ -150,7 +150,7 @@ def resolve(method: MethodView, facts: DeviceFacts, plans: Sequence[FixPlan]) ->
                 return False
         return True
 
-    granted: dict[str, str] = {}  # node -> key of the plan that removes it
+    granted: dict[str, tuple] = {}  # node -> key of the plan that removes it
     changed = True
     while changed:
         changed = False
@@ -159,20 +159,26 @@ def resolve(method: MethodView, facts: DeviceFacts, plans: Sequence[FixPlan]) ->
                 node = by_name.get(name)
                 if name not in removed and node is not None and dead(node):
                     removed.add(name)
-                    granted[name] = repr(plan.key)
+                    granted[name] = plan.key
                     changed = True
+    return [_resolved(plan, granted, by_name, facts) for plan in plans]
 
-    resolved = []
-    for plan in plans:
-        extra = tuple(n for n in plan.removes_if_dead if granted.get(n) == repr(plan.key))
-        removes = plan.removes + extra
-        copies = tuple(
-            RemovedCopy(node=n, kind=by_name[n].kind.value, nbytes=facts.nbytes(by_name[n].output))
-            for n in removes
-            if n in by_name and by_name[n].kind in COPY_KINDS
-        )
-        resolved.append(replace(plan, removes=removes, removes_if_dead=(), copies=copies))
-    return resolved
+
+def _resolved(plan: FixPlan, granted: dict[str, tuple], by_name: dict[str, Node], facts: DeviceFacts) -> FixPlan:
+    """`plan` with the `removes_if_dead` nodes credited to it removed, and its copies."""
+    removes = plan.removes
+    if plan.removes_if_dead:
+        key = plan.key
+        removes += tuple(n for n in plan.removes_if_dead if granted.get(n) == key)
+    copies = []
+    for n in removes:
+        node = by_name.get(n)
+        if node is not None and node.kind in COPY_KINDS:
+            copies.append(RemovedCopy(node=n, kind=node.kind.value, nbytes=facts.nbytes(node.output)))
+    # the constructor, not dataclasses.replace: a plan per finding, and replace() is slow
+    return FixPlan(code=plan.code, name=plan.name, method=plan.method, finding=plan.finding,
+                   applicability=plan.applicability, summary=plan.summary, rewires=plan.rewires,
+                   removes=removes, removes_if_dead=(), copies=tuple(copies))
 
 
 class Step(NamedTuple):

@@ -198,7 +198,7 @@ def _try_fixes(part: CheckRun, rules: Sequence[Rule], strict: bool, fix: FixOpti
     from xferlint.fixes.driver import fix_loaded, settle_fixability
 
     scratch = CheckRun(findings=list(part.findings), loaded=list(part.loaded), transfers=list(part.transfers))
-    settle_fixability(scratch, rules, unsafe_fixes=fix.unsafe_fixes, strict=strict)
+    settle_fixability(scratch, rules, unsafe_fixes=fix.unsafe_fixes, strict=strict, keep_results=False)
     out: list = []
     for loaded in part.loaded:
         if not any(f.fixable for f in scratch.findings_of(loaded.view)):

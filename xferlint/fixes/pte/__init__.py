@@ -16,6 +16,7 @@ __all__ = ["fix_pte"]
 
 
 def fix_pte(loaded: Any, rules: Sequence[Rule], origin: Any = None, *, unsafe_fixes: bool = False,
-            strict: bool = False) -> FixResult:
-    """Fix the `.pte` program `loaded` (a LoadedProgram from the .pte frontend)."""
-    return fix_pte_loaded(loaded, rules, unsafe_fixes=unsafe_fixes)
+            strict: bool = False, decisions_only: bool = False) -> FixResult:
+    """Fix the `.pte` program `loaded` (a LoadedProgram from the .pte frontend);
+    `decisions_only`: see `fix_pte_loaded`."""
+    return fix_pte_loaded(loaded, rules, unsafe_fixes=unsafe_fixes, decisions_only=decisions_only)

@@ -11,6 +11,10 @@ result is read back, linted, and must have lost exactly the fixed findings and g
 new ones; otherwise that method keeps its old instructions. Rounds repeat until nothing is
 left to fix.
 
+`check` only wants the decisions (which findings a fix would remove, and why not the
+others): `decisions_only` lints the programs the trial reads back with just the rules the
+decisions depend on (`_Linter`), and reports nothing about what remains.
+
 Everything here is torch-free.
 """
 
@@ -18,19 +22,21 @@ from bisect import bisect_left
 from collections import defaultdict
 from typing import Any, Iterable, Optional, Sequence
 
+from xferlint.analyzer.facts import DeviceFacts
 from xferlint.analyzer.view import MethodView, ProgramView
 from xferlint.errors import FixError
 from xferlint.findings import Finding, Severity
 from xferlint.fixes.engine import MAX_ROUNDS, plan_method
 from xferlint.fixes.outcome import MethodOutcome, Skipped
 from xferlint.fixes.plan import OUTPUT, DeadClosure, FixPlan, finding_key, nodes_by_name
+from xferlint.fixes.planners import PLANNERS
 from xferlint.fixes.result import FixResult
 from xferlint.frontends.pte.view import PteNative, kernel_io, load_pte_bytes
 from xferlint.frontends.pte import program as pp
 from xferlint.fixes.pte.memory import Delta, MemoryCheck, describe
 from xferlint.fixes.pte.patch import Patcher
 from xferlint.rules._lint import lint_method
-from xferlint.rules.base import Rule
+from xferlint.rules.base import Rule, RuleContext
 
 ENTRY_POINT_ROUTE = (
     "fix the program before it is memory planned instead: `xferlint fix model.py:program -o model.pte` "
@@ -150,8 +156,49 @@ def _renames(before: PteNative, after: PteNative, method: str, removed: dict[int
     return names
 
 
-def _lint(view: ProgramView, method: MethodView, rules: Sequence[Rule]) -> list[Finding]:
-    return lint_method(view, method, rules)[1]
+class _Linter:
+    """How a fix trial lints a method: with every rule, or (`decisions_only`) with the
+    rules the trial's decisions depend on, those that plan fixes and those that report
+    errors: planning reads only planned rules' findings, and `_verify` only the fixed
+    rules' and errors (a finding's code and severity are its rule's, `RuleContext.finding`).
+    The program the trial starts from is linted with every rule (the check did that
+    already) and its findings are filtered; the programs it reads back are linted with the
+    subset, and those lints are kept here, not in the process-wide cache of
+    `xferlint.rules._lint`: they go when the trial does."""
+
+    __slots__ = ("rules", "origin", "subset", "codes", "kept")
+
+    def __init__(self, rules: Sequence[Rule], origin: ProgramView, decisions_only: bool = False) -> None:
+        self.rules = rules
+        self.origin = origin
+        # only the package's rules are known to report under their own code alone
+        own = all(type(r).__module__.startswith("xferlint.rules.") for r in rules)
+        self.subset: Optional[list[Rule]] = None
+        if decisions_only and own:
+            self.subset = [r for r in rules if r.code in PLANNERS or r.severity == Severity.ERROR]
+        self.codes = frozenset(r.code for r in self.subset or ())
+        self.kept: dict[int, tuple[MethodView, RuleContext, list[Finding]]] = {}
+
+    @property
+    def full(self) -> bool:
+        return self.subset is None
+
+    def __call__(self, view: ProgramView, method: MethodView) -> tuple[RuleContext, list[Finding]]:
+        if self.subset is None:
+            return lint_method(view, method, self.rules)
+        if view is self.origin:
+            ctx, findings = lint_method(view, method, self.rules)
+            return ctx, [f for f in findings if f.code in self.codes]
+        hit = self.kept.get(id(method))
+        if hit is not None and hit[0] is method:
+            return hit[1], list(hit[2])
+        ctx = RuleContext(program=view, method=method, facts=DeviceFacts.compute(method))
+        findings = [f for rule in self.subset for f in rule.check(ctx)]
+        self.kept[id(method)] = (method, ctx, findings)
+        return ctx, list(findings)
+
+    def findings(self, view: ProgramView, method: MethodView) -> list[Finding]:
+        return self(view, method)[1]
 
 
 def _skip(outcome: MethodOutcome, exclude: set, plans: Sequence[FixPlan], reason: str) -> None:
@@ -160,12 +207,12 @@ def _skip(outcome: MethodOutcome, exclude: set, plans: Sequence[FixPlan], reason
         exclude.add(plan.key)
 
 
-def _decide(view: ProgramView, index: int, native: PteNative, rules: Sequence[Rule], unsafe_fixes: bool,
+def _decide(view: ProgramView, index: int, native: PteNative, linter: _Linter, unsafe_fixes: bool,
             outcome: MethodOutcome, exclude: set) -> Optional[tuple[Any, list[FixPlan]]]:
     """Plan one round on one method and keep the plans the memory plan allows; returns
     (planning, resolved plans to apply), or None when nothing is left to apply."""
     method = view.methods[index]
-    planning = plan_method(view, method, rules, unsafe_fixes, exclude=exclude)
+    planning = plan_method(view, method, linter.rules, unsafe_fixes, exclude=exclude, lint=linter)
     for no in planning.no_fix:
         outcome.skipped.append(Skipped(no.code, no.name, no.method, tuple(no.finding), no.reason))
         exclude.add(no.key)
@@ -218,7 +265,7 @@ def _patch_all(native: PteNative, view: ProgramView, decided: dict[int, tuple[An
     return patcher.data()
 
 
-def _round(state: dict, rules: Sequence[Rule], unsafe_fixes: bool, outcomes: list[MethodOutcome],
+def _round(state: dict, linter: _Linter, unsafe_fixes: bool, outcomes: list[MethodOutcome],
            excludes: list[set]) -> bool:
     """One round over every method: plan and decide each, patch them all into the bytes,
     read the result back once and verify each method on it; a method that fails keeps its
@@ -228,7 +275,7 @@ def _round(state: dict, rules: Sequence[Rule], unsafe_fixes: bool, outcomes: lis
     native: PteNative = loaded.native
     decided: dict[int, tuple[Any, list[FixPlan]]] = {}
     for i, outcome in enumerate(outcomes):
-        got = _decide(view, i, native, rules, unsafe_fixes, outcome, excludes[i])
+        got = _decide(view, i, native, linter, unsafe_fixes, outcome, excludes[i])
         if got is not None:
             decided[i] = got
     while decided:
@@ -247,7 +294,7 @@ def _round(state: dict, rules: Sequence[Rule], unsafe_fixes: bool, outcomes: lis
             method, new_method = view.methods[i], fixed.view.methods[i]
             removed = _removed_instructions(native, method, plans)
             renames = _renames(native, fixed.native, method.name, removed, method, new_method)
-            problem = _verify(fixed.view, new_method, rules, planning.findings, plans, renames)
+            problem = _verify(fixed.view, new_method, linter, planning.findings, plans, renames)
             if problem is not None:
                 failed[i] = problem
             else:
@@ -267,14 +314,14 @@ def _round(state: dict, rules: Sequence[Rule], unsafe_fixes: bool, outcomes: lis
     return False
 
 
-def _verify(view: ProgramView, method: MethodView, rules: Sequence[Rule], before: list[Finding],
+def _verify(view: ProgramView, method: MethodView, linter: _Linter, before: list[Finding],
             applied: Sequence[FixPlan], renames: dict[str, str]) -> Optional[str]:
     """The fixed method must have lost the fixed findings and gained none of the fixed
     rules' (nor any error); node names are compared as they were before the fix."""
     fixed = {p.key for p in applied}
     codes = {p.code for p in applied}
     known = {finding_key(f) for f in before}
-    for finding in _lint(view, method, rules):
+    for finding in linter.findings(view, method):
         key = (finding.code, finding.method, tuple(renames.get(n, n) for n in finding.nodes))
         if key in fixed:
             return f"after the fix {finding.code} still reports {', '.join(finding.nodes)}"
@@ -283,19 +330,25 @@ def _verify(view: ProgramView, method: MethodView, rules: Sequence[Rule], before
     return None
 
 
-def fix_pte_loaded(loaded: Any, rules: Sequence[Rule], *, unsafe_fixes: bool = False) -> FixResult:
+def fix_pte_loaded(loaded: Any, rules: Sequence[Rule], *, unsafe_fixes: bool = False,
+                   decisions_only: bool = False) -> FixResult:
     """Fix a `.pte` that `load_pte_bytes` / `load_pte_file` read; returns the result with
     the fixed bytes (the input's bytes when nothing could be fixed).
+
+    `decisions_only`: what `check` asks, which fixes apply and which are refused and why
+    (`applied`, `skipped`, `changed`: the same as without it); the result's `remaining`
+    and its methods' `findings` and `remaining` are then not reported (empty or partial).
 
     Passes repeat on the fixed program until one changes nothing, so that fixing the
     output again is a no-op: a fix refused in one pass (the memory plan did not allow it
     then) may be possible once other copies are gone."""
-    result, last = _fix_pass(loaded, rules, unsafe_fixes)
+    linter = _Linter(rules, loaded.view, decisions_only)
+    result, last = _fix_pass(loaded, linter, unsafe_fixes)
     for _ in range(MAX_ROUNDS):
         if not result.changed:
             break
         # `last` is `result.program` as load_pte_bytes read it back after the last patch
-        again, last = _fix_pass(last, rules, unsafe_fixes)
+        again, last = _fix_pass(last, linter, unsafe_fixes)
         if not again.changed:
             break
         for first, then in zip(result.methods, again.methods):
@@ -307,7 +360,7 @@ def fix_pte_loaded(loaded: Any, rules: Sequence[Rule], *, unsafe_fixes: bool = F
     return result
 
 
-def _fix_pass(loaded: Any, rules: Sequence[Rule], unsafe_fixes: bool) -> tuple[FixResult, Any]:
+def _fix_pass(loaded: Any, linter: _Linter, unsafe_fixes: bool) -> tuple[FixResult, Any]:
     """One pass over every method; returns the result and the program it leaves, loaded."""
     native: PteNative = loaded.native
     if not isinstance(native, PteNative):
@@ -317,18 +370,19 @@ def _fix_pass(loaded: Any, rules: Sequence[Rule], unsafe_fixes: bool) -> tuple[F
     state = {"data": native.data, "loaded": loaded}
     outcomes = []
     for i, method in enumerate(view.methods):
-        findings = _lint(view, method, rules)
+        findings = linter.findings(view, method)
         outcomes.append(MethodOutcome(method=method.name, before=method, after=method, findings=findings))
     excludes: list[set] = [set() for _ in view.methods]
     for _ in range(MAX_ROUNDS):
-        if not _round(state, rules, unsafe_fixes, outcomes, excludes):
+        if not _round(state, linter, unsafe_fixes, outcomes, excludes):
             break
     final: ProgramView = state["loaded"].view
     result.program = state["data"]
     for outcome, method in zip(outcomes, final.methods):
         outcome.after = method if outcome.applied else outcome.before
-        outcome.remaining = _lint(final, method, rules)
-        result.remaining.extend(outcome.remaining)
+        if linter.full:  # decisions only: what remains is not reported
+            outcome.remaining = linter.findings(final, method)
+            result.remaining.extend(outcome.remaining)
     result.methods = outcomes
     return result, state["loaded"]
 
