@@ -137,3 +137,46 @@ def test_noqa_comments_at_the_mapped_line_suppress_pte_findings(chain_with_etrec
     assert not [f for f in run.findings if f.code == "XF001" and f.location.line == line]
     assert {(s.finding.code, s.finding.location.line) for s in run.record.suppressed} == {("XF001", line)}
     assert not run.comment_findings  # the comment was used: no XF100
+
+
+@pytest.fixture(scope="module")
+def naive_chain(lowered_once):
+    """The chain lowered with ExecuTorch's naive memory plan, so that its fixes apply."""
+    def build():
+        import torch
+        from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
+
+        from pte_models import _naive_config
+        from pte_source_model import Chain
+        from xferlint.testing import DevicePartitioner, upstream_elision
+
+        exported = torch.export.export(Chain(), (torch.randn(4, 4), torch.randn(4, 4)), strict=False)
+        edge = to_edge_transform_and_lower(exported, partitioner=[DevicePartitioner(["cuda:0", "cuda:0"])],
+                                           compile_config=EdgeCompileConfig(_check_ir_validity=False))
+        with upstream_elision(False):
+            return edge.to_executorch(_naive_config())
+
+    return lowered_once("pte:chain-naive", build)
+
+
+def test_findings_left_after_a_fix_keep_their_source_lines(naive_chain):
+    """`check --fix --etrecord`: the patched program is read back with the source map
+    renumbered past the removed copies, so each instruction keeps its model line."""
+    from xferlint.fixes.pte import fix_pte_loaded
+    from xferlint.frontends.pte.view import load_pte_program
+
+    loaded = load_pte_program(naive_chain, label="chain.pte")
+    assert loaded.native.source_map
+    result = fix_pte_loaded(loaded, select_rules(), unsafe_fixes=True)
+    assert result.changed and result.applied, "the chain has a fix to apply"
+    before, after = loaded.view.methods[0], result.methods[0].after
+    assert len(after.nodes) < len(before.nodes)
+    lines = {n.target: set() for n in before.nodes}
+    for n in before.nodes:
+        lines[n.target].add(n.location.line if n.location else None)
+    assert any(n.location for n in after.nodes)
+    for n in after.nodes:  # each instruction keeps its own line (none shifted onto another's)
+        assert (n.location.line if n.location else None) in lines[n.target], n
+    located_after = sum(1 for n in after.nodes if n.location)
+    located_gone = sum(1 for n in before.nodes if n.location) - located_after
+    assert located_gone <= len(before.nodes) - len(after.nodes)  # only removed copies lose theirs

@@ -255,6 +255,21 @@ def _removed_instructions(native: PteNative, method: MethodView, plans: Sequence
     return removed
 
 
+def _renumbered_sources(source_map: Optional[dict], removed: dict[str, dict[int, set[int]]]) -> Optional[dict]:
+    """The source map (method -> chain-0 instruction -> location) of the patched program:
+    removed instructions dropped, the ones after them moved up (what the patch does)."""
+    if not source_map:
+        return source_map
+    renumbered = dict(source_map)
+    for method, chains in removed.items():
+        gone = sorted(chains.get(0, ()))
+        if gone and source_map.get(method):
+            dropped = set(gone)
+            renumbered[method] = {k - bisect_left(gone, k): where for k, where in source_map[method].items()
+                                  if k not in dropped}
+    return renumbered
+
+
 def _patch_all(native: PteNative, view: ProgramView, decided: dict[int, tuple[Any, list[FixPlan]]],
                data: bytes) -> bytes:
     """The program's bytes with every decided method's plans applied (methods are separate
@@ -280,8 +295,10 @@ def _round(state: dict, linter: _Linter, unsafe_fixes: bool, outcomes: list[Meth
             decided[i] = got
     while decided:
         data = _patch_all(native, view, decided, state["data"])
+        removals = {i: _removed_instructions(native, view.methods[i], plans) for i, (_, plans) in decided.items()}
+        sources = _renumbered_sources(native.source_map, {view.methods[i].name: r for i, r in removals.items()})
         try:
-            fixed = load_pte_bytes(data, label=view.input, name=view.name, path=view.file)
+            fixed = load_pte_bytes(data, label=view.input, name=view.name, path=view.file, source_map=sources)
         except FixError:
             raise
         except Exception as exc:  # noqa: BLE001 - a patch that does not read back is a bug: keep the old program
@@ -292,8 +309,7 @@ def _round(state: dict, linter: _Linter, unsafe_fixes: bool, outcomes: list[Meth
         renamed = {}
         for i, (planning, plans) in decided.items():
             method, new_method = view.methods[i], fixed.view.methods[i]
-            removed = _removed_instructions(native, method, plans)
-            renames = _renames(native, fixed.native, method.name, removed, method, new_method)
+            renames = _renames(native, fixed.native, method.name, removals[i], method, new_method)
             problem = _verify(fixed.view, new_method, linter, planning.findings, plans, renames)
             if problem is not None:
                 failed[i] = problem

@@ -99,6 +99,7 @@ class PteNative(NamedTuple):
     data: bytes
     program: pp.PteProgram
     methods: dict[str, PteMethodMap]
+    source_map: Optional[dict] = None  # what load_pte_bytes was given: a fix renumbers it
 
 
 # --------------------------------------------------------------------------- kernels
@@ -604,7 +605,7 @@ def load_pte_bytes(data: bytes, label: str = "program.pte", name: Optional[str] 
         raise PteFormatError(f"{label}: {exc}") from None
     program_name = name or (os.path.splitext(os.path.basename(path))[0] if path else "program")
     view, maps = view_of(program, input=label, name=program_name, file=path, source_map=source_map)
-    native = PteNative(path=path, data=data, program=program, methods=maps)
+    native = PteNative(path=path, data=data, program=program, methods=maps, source_map=source_map)
     return LoadedProgram(view=view, native=native)
 
 
