@@ -18,7 +18,7 @@ from functools import lru_cache
 from typing import Any, Callable, ClassVar, Iterable, Optional, Sequence
 
 from xferlint.analyzer.facts import DeviceFacts
-from xferlint.analyzer.lattice import Device
+from xferlint.analyzer.lattice import UNREACHED, Device
 from xferlint.analyzer.view import MethodView, Node, OpKind, ProgramView, SourceLocation
 from xferlint.findings import Applicability, Finding, Location, Severity, Step
 
@@ -50,12 +50,14 @@ class RuleContext:
     # facts never change, and each finding locates every node of its path two or three
     # times. Keyed by (node index, name) / value id, within this method.
     _memo: dict = field(default_factory=dict, compare=False, repr=False)
+    # The Steps made so far, by (node index, name, role): a finding's path shares them.
+    _steps: dict = field(default_factory=dict, compare=False, repr=False)
 
     # -- describing nodes ---------------------------------------------------------
     def device_str(self, node: Node) -> Optional[str]:
-        if node.kind == OpKind.DELEGATE:
+        if node.kind is OpKind.DELEGATE:
             return _device_text(node.device) if node.device else "cpu"
-        device = self.facts.device(node.output)
+        device = self.facts.devices.get(node.outputs[0], UNREACHED) if node.outputs else UNREACHED
         return _device_text(device) if isinstance(device, Device) else None
 
     def locate(self, node: Optional[Node]) -> Optional[SourceLocation]:
@@ -70,11 +72,24 @@ class RuleContext:
         """
         if node is None or node.location is not None:
             return node.location if node is not None else None
+        if not self.locatable():
+            return None
         key = ("node", node.index, node.name)
         memo = self._memo
         if key not in memo:
             memo[key] = self._locate(node)
         return memo[key]
+
+    def locatable(self) -> bool:
+        """Whether any node of the method, or any op inside one of its delegates, has a
+        source line: when none has (a `.pte` without an ETRecord), nothing is located and
+        `locate` answers at once instead of scanning every node's neighbours."""
+        found = self._memo.get(_LOCATABLE)
+        if found is None:
+            found = self._memo[_LOCATABLE] = any(
+                n.location is not None or (n.delegate is not None and any(op.location is not None for op in n.delegate.ops))
+                for n in self.method.nodes)
+        return found
 
     def _locate(self, node: Node) -> Optional[SourceLocation]:
         if node.kind == OpKind.DELEGATE:
@@ -157,12 +172,13 @@ class RuleContext:
     def step(self, node: Node, role: str) -> Step:
         """The node as a step of a path in `role`; one (immutable) Step per node and role,
         shared by every finding whose path passes there."""
-        key = ("step", node.index, node.name, role)
-        memo = self._memo
-        found = memo.get(key)
+        key = (node.index, node.name, role)
+        found = self._steps.get(key)
         if found is None:
-            found = memo[key] = Step(node=node.name, target=node.target, role=role, device=self.device_str(node),
-                                     location=_location(self.locate(node)))
+            location = self.locate(node)
+            found = self._steps[key] = Step(node=node.name, target=node.target, role=role,
+                                            device=self.device_str(node),
+                                            location=_location(location) if location is not None else None)
         return found
 
     def copy_bytes(self, node: Node) -> Optional[int]:
@@ -195,11 +211,13 @@ class RuleContext:
         bytes are theirs, summed (NOTES: one definition of bytes); without, `nbytes` is the
         tensor at issue. `removes` are the copies its fix deletes; they set `saves_bytes`.
         `location` overrides where the finding points (a line inside a delegate)."""
-        steps = [self.step(node, role) for node, role in path]
-        if location is None and anchor is not None:
-            location = self.locate(anchor)
-        if location is None:
-            location = next((self.locate(n) for n, _ in path if self.locate(n) is not None), None)
+        step = self.step
+        steps = [step(node, role) for node, role in path]
+        if location is None and self.locatable():
+            if anchor is not None:
+                location = self.locate(anchor)
+            if location is None:
+                location = next((loc for n, _ in path for loc in (self.locate(n),) if loc is not None), None)
         return Finding(
             code=rule.code,
             name=rule.name,
@@ -211,8 +229,8 @@ class RuleContext:
             nodes=[s.node for s in steps],
             devices=[s.device or "unknown" for s in steps],
             bytes=self.copies_bytes(copies) if copies else nbytes,
-            location=_location(location),
-            file=self._cached(("file",), lambda: os.path.abspath(self.program.file) if self.program.file else None),
+            location=_location(location) if location is not None else None,
+            file=self._file(),
             fixable=rule.fix_applicability is not None,
             fix_applicability=rule.fix_applicability,
             steps=steps,
@@ -221,6 +239,17 @@ class RuleContext:
             removes=list(dict.fromkeys(n.name for n in removes)),
             detail=detail,
         )
+
+    def _file(self) -> Optional[str]:
+        """The program's file, absolute (once per method, not once per finding)."""
+        memo = self._memo
+        if _FILE not in memo:
+            memo[_FILE] = os.path.abspath(self.program.file) if self.program.file else None
+        return memo[_FILE]
+
+
+_LOCATABLE = ("locatable",)  # memo keys of RuleContext's once-per-method answers
+_FILE = ("file",)
 
 
 @lru_cache(maxsize=4096)
