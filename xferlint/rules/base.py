@@ -113,6 +113,11 @@ class RuleContext:
             memo[key] = compute()
         return memo[key]
 
+    def shared(self, key: str, compute: Callable[[], Any]) -> Any:
+        """`compute()`, once per method: what several rules read off the same facts (the
+        round trips), keyed by a name of the caller's."""
+        return self._cached(("shared", key), compute)
+
     def _located_reader(self, vid: Optional[str]) -> Optional[SourceLocation]:
         """The location of the first reader of `vid` that has one."""
         return self._cached(("reader", vid), lambda: self._first_located(self.facts.readers(vid)))
@@ -183,15 +188,20 @@ class RuleContext:
 
     def copy_bytes(self, node: Node) -> Optional[int]:
         """Bytes one copy node moves per call: its result's, else its operand's; None when symbolic."""
-        nbytes = self.facts.nbytes(node.output)
+        nbytes = self.facts.nbytes(node.outputs[0] if node.outputs else None)
         return nbytes if nbytes is not None or not node.inputs else self.facts.nbytes(node.inputs[0])
 
     def copies_bytes(self, nodes: Iterable[Node]) -> Optional[int]:
         """Bytes per call a set of copies moves, each once, all directions summed; None when any
         is symbolic or there are none."""
         unique = {n.name: n for n in nodes}
-        sizes = [self.copy_bytes(n) for n in unique.values()]
-        return sum(sizes) if sizes and None not in sizes else None  # type: ignore[arg-type]
+        total = 0
+        for node in unique.values():
+            size = self.copy_bytes(node)
+            if size is None:
+                return None
+            total += size
+        return total if unique else None
 
     # -- findings --------------------------------------------------------------------
     def finding(
@@ -234,9 +244,9 @@ class RuleContext:
             fixable=rule.fix_applicability is not None,
             fix_applicability=rule.fix_applicability,
             steps=steps,
-            copies=list(dict.fromkeys(n.name for n in copies)),
+            copies=list(dict.fromkeys([n.name for n in copies])),
             saves_bytes=self.copies_bytes(removes) if removes else None,
-            removes=list(dict.fromkeys(n.name for n in removes)),
+            removes=list(dict.fromkeys([n.name for n in removes])),
             detail=detail,
         )
 
