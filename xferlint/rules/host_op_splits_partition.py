@@ -72,6 +72,8 @@ def host_segments(facts: DeviceFacts) -> list[HostSegment]:
                 h2ds.setdefault(n.device, []).append(n)
         elif (kind in HOST_OP_KINDS or kind is OpKind.DELEGATE) and is_host_op(n, facts):
             host.add(n.index)
+    if not host:  # every segment is made of host ops
+        return []
     segments: list[HostSegment] = []
     for device in devices:
         segments.extend(_segments_for(facts, device, host, d2hs.get(device, []), h2ds.get(device, [])))
