@@ -52,13 +52,26 @@ class RuleContext:
     _memo: dict = field(default_factory=dict, compare=False, repr=False)
     # The Steps made so far, by (node index, name, role): a finding's path shares them.
     _steps: dict = field(default_factory=dict, compare=False, repr=False)
+    _device_texts: dict = field(default_factory=dict, compare=False, repr=False)  # id(device) -> str
+    _devices_seen: list = field(default_factory=list, compare=False, repr=False)
 
     # -- describing nodes ---------------------------------------------------------
     def device_str(self, node: Node) -> Optional[str]:
         if node.kind is OpKind.DELEGATE:
-            return _device_text(node.device) if node.device else "cpu"
+            return self._device_text(node.device) if node.device else "cpu"
         device = self.facts.devices.get(node.outputs[0], UNREACHED) if node.outputs else UNREACHED
-        return _device_text(device) if isinstance(device, Device) else None
+        return self._device_text(device) if isinstance(device, Device) else None
+
+    def _device_text(self, device: Device) -> str:
+        """`str(device)`, once per device object: the view and the facts share a few, and a
+        Device hashes (for a cache keyed by value) in Python. By id: each is the view's or
+        the facts', alive as long as this context."""
+        texts = self._device_texts
+        text = texts.get(id(device))
+        if text is None:
+            text = texts[id(device)] = _device_text(device)
+            self._devices_seen.append(device)  # keeps the id taken
+        return text
 
     def locate(self, node: Optional[Node]) -> Optional[SourceLocation]:
         """The node's own source line, else the nearest neighbour's that has one.
@@ -86,9 +99,9 @@ class RuleContext:
         `locate` answers at once instead of scanning every node's neighbours."""
         found = self._memo.get(_LOCATABLE)
         if found is None:
-            found = self._memo[_LOCATABLE] = any(
-                n.location is not None or (n.delegate is not None and any(op.location is not None for op in n.delegate.ops))
-                for n in self.method.nodes)
+            nodes = self.method.nodes
+            found = self._memo[_LOCATABLE] = any(n.location is not None for n in nodes) or any(
+                op.location is not None for n in nodes if n.delegate is not None for op in n.delegate.ops)
         return found
 
     def _locate(self, node: Node) -> Optional[SourceLocation]:

@@ -256,6 +256,7 @@ class HostOpSplitsPartition(Rule):
 
     def _finding(self, ctx: RuleContext, seg: HostSegment):
         facts = ctx.facts
+        device = str(seg.device)  # once: the texts name it seven times
         producers = _unique(w for d in seg.d2hs for w in facts.writers(d.inputs[0]))
         delegates_before = _unique(_delegate_behind(facts, p) for p in producers)
         consumers = _unique(r for h in seg.h2ds for r in facts.readers(h.output))
@@ -272,21 +273,21 @@ class HostOpSplitsPartition(Rule):
         what = "host ops" if plural else ("a CPU delegate" if cpu_delegates else "host op")
         take = ", ".join(f"`{k}`" for k in kinds[:_SHOWN]) or "the ops it delegated"
         advice = (
-            f"Let the {seg.device} backend take {take} (a partitioner or kernel that supports it), or move "
-            f"the op off the hot path, before the first or after the last {seg.device} partition."
+            f"Let the {device} backend take {take} (a partitioner or kernel that supports it), or move "
+            f"the op off the hot path, before the first or after the last {device} partition."
         )
         if cpu_delegates:
             backends = ", ".join(dict.fromkeys(f"`{_backend(n)}`" for n in cpu_delegates))
             advice = (
-                f"The {backends} partitioner that runs before the {seg.device} one claims {take}: drop it, or "
-                f"limit it (e.g. `XnnpackPartitioner(configs=...)`) so the {seg.device} partitioner takes "
+                f"The {backends} partitioner that runs before the {device} one claims {take}: drop it, or "
+                f"limit it (e.g. `XnnpackPartitioner(configs=...)`) so the {device} partitioner takes "
                 f"{'it' if len(kinds) == 1 else 'them'} and the partition stays whole, or move the op before the "
-                f"first or after the last {seg.device} partition."
+                f"first or after the last {device} partition."
             )
         detail = (
-            f"{values} (from {before}) leave{'s' if len(seg.d2hs) == 1 else ''} {seg.device} for {what} "
-            f"{ops}, and the result comes back to {seg.device} for {after}: "
-            f"{_subject(plural, bool(cpu_delegates))} one {seg.device} partition in two, moving "
+            f"{values} (from {before}) leave{'s' if len(seg.d2hs) == 1 else ''} {device} for {what} "
+            f"{ops}, and the result comes back to {device} for {after}: "
+            f"{_subject(plural, bool(cpu_delegates))} one {device} partition in two, moving "
             f"{format_bytes(out_bytes)} to host and {format_bytes(back_bytes)} back per call "
             f"({len(seg.d2hs)} D2H, {len(seg.h2ds)} H2D), with a stream sync at each crossing. {advice}"
         )
@@ -294,7 +295,7 @@ class HostOpSplitsPartition(Rule):
                 + [(n, "host-op") for n in seg.host_ops] + [(h, "h2d") for h in seg.h2ds]
                 + [(c, "consumer") for c in consumers])
         message = (f"{_short_ops(seg.host_ops, kinds, cpu_delegates)} split{'' if plural else 's'} a "
-                   f"{seg.device} partition: "
+                   f"{device} partition: "
                    f"{format_bytes(ctx.copies_bytes(list(seg.d2hs) + list(seg.h2ds)))} per call")
         return ctx.finding(self, message, path, anchor=_first_located(ctx, seg.host_ops),
                            location=_first_location(seg.host_ops), copies=list(seg.d2hs) + list(seg.h2ds),
