@@ -18,6 +18,7 @@ import enum
 import functools
 import json
 import json.encoder
+import operator
 import sys
 import types
 import typing
@@ -70,6 +71,36 @@ def to_json_text(obj: Any) -> str:
     return "".join(out)
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Layout:
+    """How one dataclass is written at one indentation: its field values fetched in one
+    C call, and the text before each (`{` or `,`, the newline and indent, the key)."""
+
+    values: Any  # obj -> tuple of its field values, in declared order
+    prefixes: tuple[str, ...]
+    inner: str  # the indentation of the fields
+    close: str  # the newline, the object's own indentation and `}`
+
+
+_LAYOUTS: dict[type, Optional[dict[str, _Layout]]] = {}  # per class: per indentation; None: no dataclass
+
+
+def _layout(cls: type, pad: str) -> Optional[_Layout]:
+    by_pad = _LAYOUTS.get(cls, ())
+    if by_pad == ():
+        by_pad = _LAYOUTS[cls] = {} if dataclasses.is_dataclass(cls) else None
+    if by_pad is None:
+        return None
+    layout = by_pad.get(pad)
+    if layout is None:
+        names = tuple(f.name for f in _fields(cls))
+        inner = pad + "  "
+        getter = operator.attrgetter(*names) if len(names) > 1 else (lambda obj: (getattr(obj, names[0]),))
+        prefixes = tuple(("{" if k == 0 else ",") + inner + _encode_string(name) + ": " for k, name in enumerate(names))
+        layout = by_pad[pad] = _Layout(values=getter, prefixes=prefixes, inner=inner, close=pad + "}")
+    return layout
+
+
 def _write_json(obj: Any, pad: str, out: list) -> None:
     cls = type(obj)
     if cls is str:
@@ -82,31 +113,72 @@ def _write_json(obj: Any, pad: str, out: list) -> None:
         out.append(int.__repr__(obj))
     elif cls is float:
         out.append(_FLOAT(obj))
+    elif cls is list or cls is tuple:
+        _write_list(obj, pad, out)
     else:
-        names = _FIELD_NAMES.get(cls, ())
-        if names == ():
-            names = tuple(f.name for f in _fields(cls)) if dataclasses.is_dataclass(cls) else None
-            _FIELD_NAMES[cls] = names
-        if names is not None:
-            _write_object(((name, getattr(obj, name)) for name in names), bool(names), pad, out)
+        layout = _layout(cls, pad)
+        if layout is not None:
+            _write_fields(obj, layout, out)
         elif isinstance(obj, enum.Enum):
             _write_json(obj.value, pad, out)
         elif isinstance(obj, (list, tuple)):
-            if not obj:
-                out.append("[]")
-                return
-            inner = pad + "  "
-            out.append("[")
-            first = True
-            for item in obj:
-                out.append(inner if first else "," + inner)
-                first = False
-                _write_json(item, inner, out)
-            out.append(pad + "]")
+            _write_list(obj, pad, out)
         elif isinstance(obj, dict):
             _write_object(((str(k), v) for k, v in obj.items()), bool(obj), pad, out)
         else:
             out.append(json.dumps(obj, ensure_ascii=False))  # a subclass of a scalar: json decides
+
+
+def _write_fields(obj: Any, layout: _Layout, out: list) -> None:
+    """A dataclass: its scalars (most of a finding) written here, containers and enums by
+    `_write_list` and `_write_json` (a call per scalar was most of a report's output time)."""
+    if not layout.prefixes:
+        out.append("{}")
+        return
+    append = out.append
+    inner = layout.inner
+    for prefix, value in zip(layout.prefixes, layout.values(obj)):
+        cls = type(value)
+        if cls is str:
+            append(prefix + _encode_string(value))
+        elif value is None:
+            append(prefix + "null")
+        elif cls is bool:
+            append(prefix + ("true" if value else "false"))
+        elif cls is int:
+            append(prefix + int.__repr__(value))
+        else:
+            append(prefix)
+            if cls is list:
+                _write_list(value, inner, out)
+            else:
+                _write_json(value, inner, out)
+    append(layout.close)
+
+
+def _write_list(items: Any, pad: str, out: list) -> None:
+    if not items:
+        out.append("[]")
+        return
+    inner = pad + "  "
+    if type(items[0]) is str:
+        try:  # a list of strings (a finding's nodes, devices, copies) in one C pass
+            out.append("[" + inner + ("," + inner).join(map(_encode_string, items)) + pad + "]")
+            return
+        except TypeError:  # some later item is no string
+            pass
+    kind = type(items[0])
+    layout = _layout(kind, inner)  # a list of findings, of steps: one layout for all
+    out.append("[")
+    first = True
+    for item in items:
+        out.append(inner if first else "," + inner)
+        first = False
+        if layout is not None and type(item) is kind:
+            _write_fields(item, layout, out)
+        else:
+            _write_json(item, inner, out)
+    out.append(pad + "]")
 
 
 def _write_object(items: Any, nonempty: bool, pad: str, out: list) -> None:

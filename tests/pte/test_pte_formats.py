@@ -82,6 +82,10 @@ def test_json_text_is_json_dumps_byte_for_byte(capsys, inputs):
         empty_list: list = field(default_factory=list)
         empty_dict: dict = field(default_factory=dict)
         nested: dict = field(default_factory=lambda: {"a": [[], {}, [1, [2.5e-300, True]]], 3: "int key"})
+        # lists the writer takes in one pass (all strings, all one dataclass) and ones it cannot
+        mixed: list = field(default_factory=lambda: ["a", "b", None, 1, Colour.RED, [Colour.RED, "c"]])
+        leaf_list: list = field(default_factory=lambda: [Leaf(), Leaf(name="x"), None, "leaf", Leaf()])
+        strings: tuple = ("p", "q")
 
     tree = Tree()
     assert to_json_text(tree) == json.dumps(to_jsonable(tree), indent=2, ensure_ascii=False)

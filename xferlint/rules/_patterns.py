@@ -58,10 +58,16 @@ def round_trip_at(facts: DeviceFacts, h2d: Node) -> Optional[RoundTrip]:
 
 def round_trips(facts: DeviceFacts):
     for node in facts.method.nodes:
-        if node.kind == OpKind.H2D:
+        if node.kind is OpKind.H2D:
             trip = round_trip_at(facts, node)
             if trip is not None:
                 yield trip
+
+
+def method_round_trips(ctx) -> list[RoundTrip]:
+    """`round_trips(ctx.facts)` in program order, found once per method: XF001 and XF002
+    both read them (each walked every node and rebuilt every trip before)."""
+    return ctx.shared("round-trips", lambda: list(round_trips(ctx.facts)))
 
 
 def tick(name: str) -> str:

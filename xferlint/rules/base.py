@@ -18,7 +18,7 @@ from functools import lru_cache
 from typing import Any, Callable, ClassVar, Iterable, Optional, Sequence
 
 from xferlint.analyzer.facts import DeviceFacts
-from xferlint.analyzer.lattice import Device
+from xferlint.analyzer.lattice import UNREACHED, Device
 from xferlint.analyzer.view import MethodView, Node, OpKind, ProgramView, SourceLocation
 from xferlint.findings import Applicability, Finding, Location, Severity, Step
 
@@ -50,13 +50,28 @@ class RuleContext:
     # facts never change, and each finding locates every node of its path two or three
     # times. Keyed by (node index, name) / value id, within this method.
     _memo: dict = field(default_factory=dict, compare=False, repr=False)
+    # The Steps made so far, by (node index, name, role): a finding's path shares them.
+    _steps: dict = field(default_factory=dict, compare=False, repr=False)
+    _device_texts: dict = field(default_factory=dict, compare=False, repr=False)  # id(device) -> str
+    _devices_seen: list = field(default_factory=list, compare=False, repr=False)
 
     # -- describing nodes ---------------------------------------------------------
     def device_str(self, node: Node) -> Optional[str]:
-        if node.kind == OpKind.DELEGATE:
-            return _device_text(node.device) if node.device else "cpu"
-        device = self.facts.device(node.output)
-        return _device_text(device) if isinstance(device, Device) else None
+        if node.kind is OpKind.DELEGATE:
+            return self._device_text(node.device) if node.device else "cpu"
+        device = self.facts.devices.get(node.outputs[0], UNREACHED) if node.outputs else UNREACHED
+        return self._device_text(device) if isinstance(device, Device) else None
+
+    def _device_text(self, device: Device) -> str:
+        """`str(device)`, once per device object: the view and the facts share a few, and a
+        Device hashes (for a cache keyed by value) in Python. By id: each is the view's or
+        the facts', alive as long as this context."""
+        texts = self._device_texts
+        text = texts.get(id(device))
+        if text is None:
+            text = texts[id(device)] = _device_text(device)
+            self._devices_seen.append(device)  # keeps the id taken
+        return text
 
     def locate(self, node: Optional[Node]) -> Optional[SourceLocation]:
         """The node's own source line, else the nearest neighbour's that has one.
@@ -70,11 +85,24 @@ class RuleContext:
         """
         if node is None or node.location is not None:
             return node.location if node is not None else None
+        if not self.locatable():
+            return None
         key = ("node", node.index, node.name)
         memo = self._memo
         if key not in memo:
             memo[key] = self._locate(node)
         return memo[key]
+
+    def locatable(self) -> bool:
+        """Whether any node of the method, or any op inside one of its delegates, has a
+        source line: when none has (a `.pte` without an ETRecord), nothing is located and
+        `locate` answers at once instead of scanning every node's neighbours."""
+        found = self._memo.get(_LOCATABLE)
+        if found is None:
+            nodes = self.method.nodes
+            found = self._memo[_LOCATABLE] = any(n.location is not None for n in nodes) or any(
+                op.location is not None for n in nodes if n.delegate is not None for op in n.delegate.ops)
+        return found
 
     def _locate(self, node: Node) -> Optional[SourceLocation]:
         if node.kind == OpKind.DELEGATE:
@@ -97,6 +125,11 @@ class RuleContext:
         if key not in memo:
             memo[key] = compute()
         return memo[key]
+
+    def shared(self, key: str, compute: Callable[[], Any]) -> Any:
+        """`compute()`, once per method: what several rules read off the same facts (the
+        round trips), keyed by a name of the caller's."""
+        return self._cached(("shared", key), compute)
 
     def _located_reader(self, vid: Optional[str]) -> Optional[SourceLocation]:
         """The location of the first reader of `vid` that has one."""
@@ -157,25 +190,31 @@ class RuleContext:
     def step(self, node: Node, role: str) -> Step:
         """The node as a step of a path in `role`; one (immutable) Step per node and role,
         shared by every finding whose path passes there."""
-        key = ("step", node.index, node.name, role)
-        memo = self._memo
-        found = memo.get(key)
+        key = (node.index, node.name, role)
+        found = self._steps.get(key)
         if found is None:
-            found = memo[key] = Step(node=node.name, target=node.target, role=role, device=self.device_str(node),
-                                     location=_location(self.locate(node)))
+            location = self.locate(node)
+            found = self._steps[key] = Step(node=node.name, target=node.target, role=role,
+                                            device=self.device_str(node),
+                                            location=_location(location) if location is not None else None)
         return found
 
     def copy_bytes(self, node: Node) -> Optional[int]:
         """Bytes one copy node moves per call: its result's, else its operand's; None when symbolic."""
-        nbytes = self.facts.nbytes(node.output)
+        nbytes = self.facts.nbytes(node.outputs[0] if node.outputs else None)
         return nbytes if nbytes is not None or not node.inputs else self.facts.nbytes(node.inputs[0])
 
     def copies_bytes(self, nodes: Iterable[Node]) -> Optional[int]:
         """Bytes per call a set of copies moves, each once, all directions summed; None when any
         is symbolic or there are none."""
         unique = {n.name: n for n in nodes}
-        sizes = [self.copy_bytes(n) for n in unique.values()]
-        return sum(sizes) if sizes and None not in sizes else None  # type: ignore[arg-type]
+        total = 0
+        for node in unique.values():
+            size = self.copy_bytes(node)
+            if size is None:
+                return None
+            total += size
+        return total if unique else None
 
     # -- findings --------------------------------------------------------------------
     def finding(
@@ -195,11 +234,13 @@ class RuleContext:
         bytes are theirs, summed (NOTES: one definition of bytes); without, `nbytes` is the
         tensor at issue. `removes` are the copies its fix deletes; they set `saves_bytes`.
         `location` overrides where the finding points (a line inside a delegate)."""
-        steps = [self.step(node, role) for node, role in path]
-        if location is None and anchor is not None:
-            location = self.locate(anchor)
-        if location is None:
-            location = next((self.locate(n) for n, _ in path if self.locate(n) is not None), None)
+        step = self.step
+        steps = [step(node, role) for node, role in path]
+        if location is None and self.locatable():
+            if anchor is not None:
+                location = self.locate(anchor)
+            if location is None:
+                location = next((loc for n, _ in path for loc in (self.locate(n),) if loc is not None), None)
         return Finding(
             code=rule.code,
             name=rule.name,
@@ -211,16 +252,27 @@ class RuleContext:
             nodes=[s.node for s in steps],
             devices=[s.device or "unknown" for s in steps],
             bytes=self.copies_bytes(copies) if copies else nbytes,
-            location=_location(location),
-            file=self._cached(("file",), lambda: os.path.abspath(self.program.file) if self.program.file else None),
+            location=_location(location) if location is not None else None,
+            file=self._file(),
             fixable=rule.fix_applicability is not None,
             fix_applicability=rule.fix_applicability,
             steps=steps,
-            copies=list(dict.fromkeys(n.name for n in copies)),
+            copies=list(dict.fromkeys([n.name for n in copies])),
             saves_bytes=self.copies_bytes(removes) if removes else None,
-            removes=list(dict.fromkeys(n.name for n in removes)),
+            removes=list(dict.fromkeys([n.name for n in removes])),
             detail=detail,
         )
+
+    def _file(self) -> Optional[str]:
+        """The program's file, absolute (once per method, not once per finding)."""
+        memo = self._memo
+        if _FILE not in memo:
+            memo[_FILE] = os.path.abspath(self.program.file) if self.program.file else None
+        return memo[_FILE]
+
+
+_LOCATABLE = ("locatable",)  # memo keys of RuleContext's once-per-method answers
+_FILE = ("file",)
 
 
 @lru_cache(maxsize=4096)

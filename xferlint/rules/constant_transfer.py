@@ -15,6 +15,7 @@ from xferlint.rules.base import Example, Rule, RuleContext, format_bytes
 
 # Nodes whose result is fixed when all their operands are: computed on host, no effects.
 _PURE_HOST = frozenset({OpKind.COMPUTE, OpKind.ALIAS, OpKind.GETITEM, OpKind.MOVE})
+_CONSTANT_WRITERS = _PURE_HOST | {OpKind.CONSTANT}  # the only writers a constant value may have
 _KIND_WORDS = {"parameter": "parameter", "buffer": "buffer", "constant_tensor": "lifted constant",
                "constant": "constant", "custom_obj": "constant"}
 
@@ -47,7 +48,10 @@ def constant_origin(facts: DeviceFacts, reader: Node, vid: str,
         memo[key] = ConstantOrigin((), ())
         return memo[key]
     writers = facts.reaching_writers(reader, vid)
-    if not writers or facts.in_place_reader(vid, unmodelled=False) is not None:  # cached per value
+    # a writer of another kind (a method input, most often) settles it before any look-up
+    if not writers or not all(w.kind in _CONSTANT_WRITERS for w in writers):
+        return None
+    if facts.in_place_reader(vid, unmodelled=False) is not None:  # cached per value
         return None
     constants: dict[int, Node] = {}
     computed: dict[int, Node] = {}

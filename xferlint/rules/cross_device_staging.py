@@ -6,7 +6,7 @@ from dataclasses import replace
 from functools import partial
 
 from xferlint.findings import Applicability
-from xferlint.rules._patterns import is_aten_copy, round_trips, tick
+from xferlint.rules._patterns import is_aten_copy, method_round_trips, tick
 from xferlint.rules import _words as words
 from xferlint.rules.base import Example, Rule, format_bytes
 
@@ -72,7 +72,7 @@ class CrossDeviceStaging(Rule):
     )
 
     def check(self, ctx):
-        for trip in round_trips(ctx.facts):
+        for trip in method_round_trips(ctx):
             if trip.same_device:
                 continue
             nbytes = ctx.facts.nbytes(trip.value)

@@ -152,10 +152,10 @@ class DeviceMismatch(Rule):
                     explained.update(finding.nodes)
                     yield finding
                     tainted.update(node.outputs)
-                elif any(v in tainted for v in node.inputs):
+                elif tainted and any(v in tainted for v in node.inputs):
                     tainted.update(node.outputs)
                 continue
-            if any(v in tainted for v in node.inputs):
+            if tainted and any(v in tainted for v in node.inputs):  # most programs have no taint
                 tainted.update(node.outputs)
                 continue
             if node.kind == OpKind.COMPUTE:
@@ -179,9 +179,12 @@ class DeviceMismatch(Rule):
     def _delegate(self, ctx: RuleContext, node: Node, tainted: set[str]):
         facts = ctx.facts
         expected = node.device or CPU
-        bad = [(v, facts.device(v)) for v in node.inputs
-               if v not in tainted and _tensor(facts, v) and isinstance(facts.device(v), Device)
-               and facts.device(v) != expected]
+        bad = []  # one device look-up per operand: a delegate may read 100,000
+        for v in node.inputs:
+            if v not in tainted:
+                device = facts.device(v)
+                if isinstance(device, Device) and device is not expected and device != expected and _tensor(facts, v):
+                    bad.append((v, device))
         if not bad:
             return None
         writers = [facts.writer(v) for v, _ in bad]
@@ -315,11 +318,14 @@ def _short_grouped(ctx: RuleContext, pairs: list[tuple[str, Device]], reader: st
 
 
 def _declared_mismatch(facts: DeviceFacts, vid: str) -> bool:
-    if not _tensor(facts, vid):
+    value = facts.value(vid)  # once, not once per question (every input and constant asks)
+    if value is None or value.tensor is None:
         return False
-    recorded = recorded_device(facts, vid)
+    recorded = value.spec_device if value.spec_device is not None else value.declared_device
+    if not isinstance(recorded, Device):
+        return False
     inferred = facts.device(vid)
-    return isinstance(recorded, Device) and isinstance(inferred, Device) and recorded != inferred
+    return isinstance(inferred, Device) and recorded is not inferred and recorded != inferred
 
 
 def _sum_bytes(facts: DeviceFacts, vids: list[str]) -> Optional[int]:

@@ -45,24 +45,35 @@ def is_cpu_delegate(node: Node) -> bool:
 
 def is_host_op(node: Node, facts: DeviceFacts) -> bool:
     return ((node.kind in HOST_OP_KINDS or is_cpu_delegate(node)) and bool(node.outputs)
-            and all(facts.device(v) == CPU for v in node.outputs))
+            and all(_on_host(facts.device(v)) for v in node.outputs))
+
+
+def _on_host(device) -> bool:
+    return device is CPU or device == CPU  # the solver's host is CPU itself: no __eq__ call
 
 
 def host_segments(facts: DeviceFacts) -> list[HostSegment]:
     """Every host segment of the method, for every device, in program order."""
     nodes = facts.method.nodes
-    devices = sorted({n.device for n in nodes if n.kind == OpKind.H2D and n.device and not n.device.is_host})
+    devices = sorted({n.device for n in nodes if n.kind is OpKind.H2D and n.device and not n.device.is_host})
     if not devices:
         return []
     # One pass for every device: the host ops, and the copies leaving and entering each device.
-    host = {n.index for n in nodes if is_host_op(n, facts)}
+    host: set[int] = set()
     d2hs: dict[Device, list[Node]] = {}
     h2ds: dict[Device, list[Node]] = {}
     for n in nodes:
-        if n.kind == OpKind.D2H and n.inputs:
-            d2hs.setdefault(facts.device(n.inputs[0]), []).append(n)
-        elif n.kind == OpKind.H2D and n.device is not None and n.inputs:
-            h2ds.setdefault(n.device, []).append(n)
+        kind = n.kind
+        if kind is OpKind.D2H:
+            if n.inputs:
+                d2hs.setdefault(facts.device(n.inputs[0]), []).append(n)
+        elif kind is OpKind.H2D:
+            if n.device is not None and n.inputs:
+                h2ds.setdefault(n.device, []).append(n)
+        elif (kind in HOST_OP_KINDS or kind is OpKind.DELEGATE) and is_host_op(n, facts):
+            host.add(n.index)
+    if not host:  # every segment is made of host ops
+        return []
     segments: list[HostSegment] = []
     for device in devices:
         segments.extend(_segments_for(facts, device, host, d2hs.get(device, []), h2ds.get(device, [])))
@@ -72,12 +83,22 @@ def host_segments(facts: DeviceFacts) -> list[HostSegment]:
 def _segments_for(facts: DeviceFacts, device: Device, host: set[int], d2hs: list[Node],
                   h2ds: list[Node]) -> list[HostSegment]:
     nodes = facts.method.nodes
+    seen: dict[tuple[int, str], list[Node]] = {}
+
+    def reaching_writers(reader: Node, vid: str) -> list[Node]:
+        """`facts.reaching_writers`, once per read: the passes below ask about each up to four times."""
+        key = (reader.index, vid)
+        found = seen.get(key)
+        if found is None:
+            found = seen[key] = facts.reaching_writers(reader, vid)
+        return found
 
     def sees(reader: Node, vid: str, writer: Node) -> bool:
         """Whether `reader`'s read of `vid` can see `writer`'s write (always in SSA views;
         over a .pte's CFG only when the write reaches the read: a slot written after an
         H2D read it, like a buffer's write-back, is no path to that H2D)."""
-        return any(w.index == writer.index for w in facts.reaching_writers(reader, vid))
+        index = writer.index
+        return any(w.index == index for w in reaching_writers(reader, vid))
 
     forward = _reach(
         (r.index for d in d2hs for v in d.outputs for r in facts.readers(v) if r.index in host and sees(r, v, d)),
@@ -85,8 +106,8 @@ def _segments_for(facts: DeviceFacts, device: Device, host: set[int], d2hs: list
                    if r.index in host and sees(r, v, nodes[i])),
     )
     backward = _reach(
-        (w.index for h in h2ds for w in facts.reaching_writers(h, h.inputs[0]) if w.index in host),
-        lambda i: (w.index for v in nodes[i].inputs for w in facts.reaching_writers(nodes[i], v) if w.index in host),
+        (w.index for h in h2ds for w in reaching_writers(h, h.inputs[0]) if w.index in host),
+        lambda i: (w.index for v in nodes[i].inputs for w in reaching_writers(nodes[i], v) if w.index in host),
     )
     split = forward & backward
     if not split:
@@ -102,7 +123,7 @@ def _segments_for(facts: DeviceFacts, device: Device, host: set[int], d2hs: list
 
     for i in split:
         for v in nodes[i].inputs:
-            for w in facts.reaching_writers(nodes[i], v):
+            for w in reaching_writers(nodes[i], v):
                 if w.index in split:
                     parent[find(i)] = find(w.index)
 
@@ -118,7 +139,7 @@ def _segments_for(facts: DeviceFacts, device: Device, host: set[int], d2hs: list
             entries.setdefault(root, []).append(d)
     exits: dict[int, list[Node]] = {}
     for h in h2ds:
-        for root in dict.fromkeys(find(w.index) for w in facts.reaching_writers(h, h.inputs[0]) if w.index in split):
+        for root in dict.fromkeys(find(w.index) for w in reaching_writers(h, h.inputs[0]) if w.index in split):
             exits.setdefault(root, []).append(h)
     result = []
     for root, members in groups.items():
@@ -235,6 +256,7 @@ class HostOpSplitsPartition(Rule):
 
     def _finding(self, ctx: RuleContext, seg: HostSegment):
         facts = ctx.facts
+        device = str(seg.device)  # once: the texts name it seven times
         producers = _unique(w for d in seg.d2hs for w in facts.writers(d.inputs[0]))
         delegates_before = _unique(_delegate_behind(facts, p) for p in producers)
         consumers = _unique(r for h in seg.h2ds for r in facts.readers(h.output))
@@ -251,40 +273,40 @@ class HostOpSplitsPartition(Rule):
         what = "host ops" if plural else ("a CPU delegate" if cpu_delegates else "host op")
         take = ", ".join(f"`{k}`" for k in kinds[:_SHOWN]) or "the ops it delegated"
         advice = (
-            f"Let the {seg.device} backend take {take} (a partitioner or kernel that supports it), or move "
-            f"the op off the hot path, before the first or after the last {seg.device} partition."
+            f"Let the {device} backend take {take} (a partitioner or kernel that supports it), or move "
+            f"the op off the hot path, before the first or after the last {device} partition."
         )
         if cpu_delegates:
             backends = ", ".join(dict.fromkeys(f"`{_backend(n)}`" for n in cpu_delegates))
             advice = (
-                f"The {backends} partitioner that runs before the {seg.device} one claims {take}: drop it, or "
-                f"limit it (e.g. `XnnpackPartitioner(configs=...)`) so the {seg.device} partitioner takes "
+                f"The {backends} partitioner that runs before the {device} one claims {take}: drop it, or "
+                f"limit it (e.g. `XnnpackPartitioner(configs=...)`) so the {device} partitioner takes "
                 f"{'it' if len(kinds) == 1 else 'them'} and the partition stays whole, or move the op before the "
-                f"first or after the last {seg.device} partition."
+                f"first or after the last {device} partition."
             )
         detail = (
-            f"{values} (from {before}) leave{'s' if len(seg.d2hs) == 1 else ''} {seg.device} for {what} "
-            f"{ops}, and the result comes back to {seg.device} for {after}: "
-            f"{_subject(plural, bool(cpu_delegates))} one {seg.device} partition in two, moving "
+            f"{values} (from {before}) leave{'s' if len(seg.d2hs) == 1 else ''} {device} for {what} "
+            f"{ops}, and the result comes back to {device} for {after}: "
+            f"{_subject(plural, bool(cpu_delegates))} one {device} partition in two, moving "
             f"{format_bytes(out_bytes)} to host and {format_bytes(back_bytes)} back per call "
             f"({len(seg.d2hs)} D2H, {len(seg.h2ds)} H2D), with a stream sync at each crossing. {advice}"
         )
         path = ([(p, "producer") for p in producers] + [(d, "d2h") for d in seg.d2hs]
                 + [(n, "host-op") for n in seg.host_ops] + [(h, "h2d") for h in seg.h2ds]
                 + [(c, "consumer") for c in consumers])
-        message = (f"{_short_ops(ctx, seg.host_ops, cpu_delegates)} split{'' if plural else 's'} a "
-                   f"{seg.device} partition: "
+        message = (f"{_short_ops(seg.host_ops, kinds, cpu_delegates)} split{'' if plural else 's'} a "
+                   f"{device} partition: "
                    f"{format_bytes(ctx.copies_bytes(list(seg.d2hs) + list(seg.h2ds)))} per call")
         return ctx.finding(self, message, path, anchor=_first_located(ctx, seg.host_ops),
                            location=_first_location(seg.host_ops), copies=list(seg.d2hs) + list(seg.h2ds),
                            detail=detail)
 
 
-def _short_ops(ctx: RuleContext, nodes, cpu_delegates) -> str:
+def _short_ops(nodes, op_kinds: list[str], cpu_delegates) -> str:
     """The host side of a split in a few words, by the ops' user-facing names (the line it is
     reported at is the first host op's): `host op aten.cumsum`, `the XnnpackBackend delegate
-    (aten._softmax)`, `3 host ops (aten.cumsum, aten.sort, ...)`."""
-    kinds = ", ".join(_op_kinds(nodes)[:2]) + (", ..." if len(_op_kinds(nodes)) > 2 else "")
+    (aten._softmax)`, `3 host ops (aten.cumsum, aten.sort, ...)`. `op_kinds`: `_op_kinds(nodes)`."""
+    kinds = ", ".join(op_kinds[:2]) + (", ..." if len(op_kinds) > 2 else "")
     if len(nodes) > 1:
         return f"{len(nodes)} host ops ({kinds})"
     if cpu_delegates:

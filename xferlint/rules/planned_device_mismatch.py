@@ -81,14 +81,16 @@ class PlannedDeviceMismatch(Rule):
             placement = value.placement
             if placement is None or value.tensor is None or vid in inputs or placement.buffer >= len(buffers):
                 continue
+            tag = value.spec_device or value.declared_device
+            buffer = buffers[placement.buffer]
+            if tag is None or tag == buffer:
+                continue  # what follows flags only data on its declared device, in another's buffer
             # An FX graph names one planned tensor several times (its memory.alloc, the out-variant
             # op writing it, a delegate result and its getitem): the op that writes it speaks for it.
             writers = [w for w in facts.writers(vid) if w.kind not in _NOT_WRITES]
             inferred = facts.device(vid)
-            tag = value.spec_device or value.declared_device
             if not writers or not isinstance(inferred, Device) or inferred != tag:
                 continue  # unwritten, conflicting (XF007), or the declaration is wrong (XF007)
-            buffer = buffers[placement.buffer]
             if buffer == inferred:
                 continue
             writer = writers[0]

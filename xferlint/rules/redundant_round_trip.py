@@ -6,7 +6,7 @@ from functools import partial
 
 from xferlint.analyzer.view import OpKind
 from xferlint.findings import Applicability
-from xferlint.rules._patterns import round_trip_at, round_trips, tick
+from xferlint.rules._patterns import method_round_trips, tick
 from xferlint.rules import _words as words
 from xferlint.rules.base import Example, Rule, format_bytes
 
@@ -18,16 +18,19 @@ def _build(devices, **kwargs):
 
 
 _UNSET = object()
+_ENDING = object()  # the key, in a check's cache, of the round trips by the id of their H2D
 
 
 def _host_reader(facts, trip, cache: dict):
     """The first reader of the trip's D2H that is not itself a same-device round trip
     (which the fix also removes), or None. Cached per D2H: a D2H read by k round trips
-    would otherwise be scanned k times."""
+    would otherwise be scanned k times. `cache[_ENDING]`: the round trip each H2D (by id)
+    ends in, every reader being a node of the method."""
     found = cache.get(trip.d2h.output, _UNSET)
     if found is _UNSET:
+        ending = cache[_ENDING]
         found = next((r for r in facts.readers(trip.d2h.output)
-                      if not (r.kind == OpKind.H2D and (t := round_trip_at(facts, r)) is not None and t.same_device)),
+                      if not (r.kind is OpKind.H2D and (t := ending.get(id(r))) is not None and t.same_device)),
                      None)
         cache[trip.d2h.output] = found
     return found
@@ -101,8 +104,10 @@ class RedundantRoundTrip(Rule):
     )
 
     def check(self, ctx):
-        cache: dict = {}  # per D2H: its first reader that is not a same-device round trip
-        for trip in round_trips(ctx.facts):
+        trips = method_round_trips(ctx)
+        # per D2H: its first reader that is not a same-device round trip (and the trips by H2D)
+        cache: dict = {_ENDING: {id(t.h2d): t for t in trips}}
+        for trip in trips:
             if not trip.same_device:
                 continue
             consumer = trip.consumers[0] if trip.consumers else None
