@@ -1,0 +1,101 @@
+"""The straight-line fast path of reaching definitions gives the general path's answer.
+
+`cfg._reaching_definitions` answers a method without jumps (one block, no back edge) in
+one pass (`_straight_line_reads`) instead of the sparse SSA construction
+(`_sparse_reads`). Both are run here on the same methods: lowered programs and random
+programs over mutable slots (rewrites, in-place writes, reads of never-written slots,
+repeated operands), and must agree on every read's name, on what reaches the exit, and on
+where the work limit falls.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from xferlint.analyzer import cfg as cfgmod
+from xferlint.analyzer.cfg import ControlFlowGraph, FlowFacts
+from xferlint.analyzer.view import MethodView, Node, OpKind, Value
+from xferlint.frontends.pte.view import load_pte_bytes
+
+STRAIGHT = ["mixed-noelide", "addsin-noelide", "linear-stack", "multi-output", "shared-input", "two-methods"]
+
+
+def _both(method: MethodView, limit: int = cfgmod.WORK_LIMIT):
+    fast = cfgmod._straight_line_reads(method, method.cfg, limit)
+    general = cfgmod._sparse_reads(method, method.cfg, limit)
+    return fast, general
+
+
+def _assert_same(method: MethodView) -> None:
+    (fast, fast_exit), (general, general_exit) = _both(method)
+    assert fast.names == general.names
+    assert fast.as_dict() == general.as_dict()
+    assert fast_exit == general_exit
+    for node in method.nodes:
+        for vid in node.inputs + ("never-read",):
+            assert fast.at(node.index, vid) == general.at(node.index, vid)
+
+
+def _limit_falls_at_the_same_place(method: MethodView) -> None:
+    for limit in range(len(method.nodes) - 1, len(method.nodes) + 4):
+        outcomes = []
+        for path in (cfgmod._straight_line_reads, cfgmod._sparse_reads):
+            try:
+                path(method, method.cfg, limit)
+                outcomes.append(True)
+            except cfgmod._TooMuchWork:
+                outcomes.append(False)
+        assert outcomes[0] == outcomes[1], limit
+
+
+@pytest.mark.parametrize("name", STRAIGHT)
+def test_fast_path_equals_general_path_on_lowered_programs(pte_bytes, name):
+    for method in load_pte_bytes(pte_bytes(name)).view.methods:
+        cfg = method.cfg
+        assert len(cfg.blocks) == 1 and not cfg.block_successors[0]  # the fast path's case
+        _assert_same(method)
+        _limit_falls_at_the_same_place(method)
+
+
+def _random_slots(seed: int) -> MethodView:
+    """A straight-line method over a few mutable slots: slots are rewritten, written in
+    place, read before any write, and read twice by one node."""
+    rnd = random.Random(seed)
+    slots = [f"s{k}" for k in range(rnd.randint(1, 6))]
+    kinds = [OpKind.COMPUTE, OpKind.MOVE, OpKind.D2H, OpKind.H2D, OpKind.DELEGATE, OpKind.INPUT]
+    nodes = []
+    for i in range(rnd.randint(1, 30)):
+        kind = rnd.choice(kinds)
+        ins = tuple(rnd.choice(slots) for _ in range(0 if kind == OpKind.INPUT else rnd.randint(0, 3)))
+        outs = tuple(rnd.sample(slots, k=rnd.randint(0, min(2, len(slots)))))
+        nodes.append(Node(index=i, name=f"n{i}", kind=kind, target=kind.value, inputs=ins, outputs=outs,
+                          mutates=bool(ins) and rnd.random() < 0.2))
+    values = {s: Value(id=s) for s in slots}
+    outputs = tuple(rnd.choice(slots + [None]) for _ in range(rnd.randint(0, 3)))
+    return MethodView(name="forward", nodes=tuple(nodes), values=values, outputs=outputs,
+                      cfg=ControlFlowGraph.straight_line(len(nodes)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(min_value=0, max_value=10**9))
+def test_fast_path_equals_general_path_on_random_slot_programs(seed):
+    method = _random_slots(seed)
+    _assert_same(method)
+    _limit_falls_at_the_same_place(method)
+
+
+def test_a_block_that_jumps_to_itself_takes_the_general_path():
+    """One block whose last node jumps back to the first is a loop: a read at the top sees
+    the write at the bottom, which the one-pass answer would miss."""
+    nodes = (
+        Node(index=0, name="n0", kind=OpKind.COMPUTE, target="c", inputs=("s",), outputs=("t",)),
+        Node(index=1, name="n1", kind=OpKind.MOVE, target="m", inputs=("t",), outputs=("s",)),
+    )
+    method = MethodView(name="forward", nodes=nodes, values={"s": Value(id="s"), "t": Value(id="t")},
+                        outputs=("s",), cfg=ControlFlowGraph(successors=((1,), (0,)), exits=frozenset({1})))
+    assert len(method.cfg.blocks) == 1
+    assert FlowFacts.compute(method, method.cfg).reaching(0, "s") == frozenset({cfgmod.ENTRY, 1})
