@@ -542,34 +542,37 @@ def _sparse_reads(method: "MethodView", cfg: ControlFlowGraph, work_limit: int) 
     exit_names: dict[int, list[int]] = {}
     current: dict[str, int] = {}
     get = current.get
-    entries = repeat(ENTRY)
     walk: list[tuple[int, Optional[list[tuple[str, int]]]]] = [(root, None)]
+    pending = 1  # blocks on `walk` not yet visited
     while walk:
         b, undo = walk.pop()
         if undo is not None:  # leaving b: restore the names it changed, latest first
             for vid, old in reversed(undo):
                 current[vid] = old
             continue
-        undo = []
+        pending -= 1
+        # Only a block visited later (outside b's subtree) needs b's names undone: down
+        # a chain of dominators (a run of loops) nothing is, and no undo list is kept.
+        undo = [] if pending else None
         if b != root:
             for vid, name in phis_at.get(b, ()):
-                undo.append((vid, get(vid, ENTRY)))
+                if undo is not None:
+                    undo.append((vid, get(vid, ENTRY)))
                 current[vid] = name
             first, last = blocks[b]
             charge(last - first + 1)
-            for i in range(first, last + 1):
-                node = nodes[i]
-                names[i] = tuple(map(get, node.inputs, entries))
-                for vid in node.outputs:
-                    undo.append((vid, get(vid, ENTRY)))
-                    current[vid] = i
+            _rename_block(nodes, first, last, names, current, undo)
             if b in exit_blocks:
                 exit_names[b] = [get(v, ENTRY) for v in outputs]
         for c in (succ[b] if b != root else ((0,) if n_blocks else ())):
             for vid, name in phis_at.get(c, ()):
                 phi_operands[_phi_index(name)].append(get(vid, ENTRY))
-        walk.append((b, undo))
-        walk.extend((c, None) for c in reversed(children.get(b, ())))
+        if undo is not None:
+            walk.append((b, undo))
+        below = children.get(b)
+        if below:
+            walk.extend((c, None) for c in reversed(below))
+            pending += len(below)
     reads = Reads(names, _phi_sets(phi_operands, charge), nodes)
     at_exit: dict[str, frozenset[int]] = {}
     for i in cfg.exits:
@@ -579,6 +582,27 @@ def _sparse_reads(method: "MethodView", cfg: ControlFlowGraph, work_limit: int) 
             here = reads.resolve(found[k]) if found is not None else _ENTRY_SET
             at_exit[vid] = at_exit.get(vid, frozenset()) | here
     return reads, at_exit
+
+
+def _rename_block(nodes, first: int, last: int, names: list, current: dict[str, int],
+                  undo: Optional[list[tuple[str, int]]]) -> None:
+    """Name the reads of nodes `first..last` (each sees `current`, then the node's writes
+    take over), noting in `undo` (when kept) what each write replaced."""
+    get = current.get
+    entries = repeat(ENTRY)
+    if undo is None:
+        for i in range(first, last + 1):
+            node = nodes[i]
+            names[i] = tuple(map(get, node.inputs, entries))
+            for vid in node.outputs:
+                current[vid] = i
+        return
+    for i in range(first, last + 1):
+        node = nodes[i]
+        names[i] = tuple(map(get, node.inputs, entries))
+        for vid in node.outputs:
+            undo.append((vid, get(vid, ENTRY)))
+            current[vid] = i
 
 
 def _place_phis(nodes, blocks, order: list[int], root: int, frontier: dict[int, set[int]],
