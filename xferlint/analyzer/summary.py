@@ -75,7 +75,12 @@ def _nbytes(values, vid: Optional[str]) -> Optional[int]:
 
 
 def copies(facts: DeviceFacts) -> list[Copy]:
-    """Every transfer of a method, in program order."""
+    """Every transfer of a method, in program order (found once per facts: the summary
+    asks again after the fix trial)."""
+    return list(facts.derived("summary.copies", _find_copies))
+
+
+def _find_copies(facts: DeviceFacts) -> list[Copy]:
     found = []
     for node in facts.method.nodes:
         if node.kind in _COPY_KINDS:  # the others move nothing: skip the call
