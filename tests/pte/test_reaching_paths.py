@@ -185,6 +185,44 @@ def test_flow_facts_equal_the_dense_dataflow_on_random_cfgs(seed):
     assert facts.reaching_at == reaching
     for node in method.nodes:
         for vid in node.inputs + ("never-read",):
-            assert facts.reaching(node.index, vid) == reaching.get((node.index, vid), frozenset({cfgmod.ENTRY}))
+            expected = reaching.get((node.index, vid), frozenset({cfgmod.ENTRY}))
+            assert facts.reaching(node.index, vid) == expected
+            assert facts.reaching_writer_indices(node.index, vid) == sorted(d for d in expected if d >= 0)
     assert facts.at_exit == at_exit
     assert facts.useful == _dense_useful(method, reaching, at_exit)
+
+
+# --------------------------------------------------------------------------- structure
+
+
+def _reference_blocks(cfg: ControlFlowGraph) -> tuple[tuple[int, int], ...]:
+    """Leaders by definition: the entry, every jump target, every node after a node that
+    does not simply fall through, every node with other than one fall-through predecessor."""
+    n = len(cfg.successors)
+    leaders = {0} if n else set()
+    for i, succ in enumerate(cfg.successors):
+        if succ != (i + 1,) or i in cfg.exits:
+            leaders.update(succ)
+            leaders.update({i + 1} if i + 1 < n else set())
+    leaders.update(j for j, preds in enumerate(cfg.predecessors) if preds != (j - 1,))
+    starts = sorted(leaders)
+    return tuple(zip(starts, [s - 1 for s in starts[1:]] + [n - 1]))
+
+
+def _reference_reachable(cfg: ControlFlowGraph) -> frozenset[int]:
+    seen, stack = ({0}, [0]) if cfg.successors else (set(), [])
+    while stack:
+        for j in cfg.successors[stack.pop()]:
+            if j not in seen:
+                seen.add(j)
+                stack.append(j)
+    return frozenset(seen)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(min_value=0, max_value=10**9))
+def test_blocks_and_reachability_match_their_definitions_on_random_cfgs(seed):
+    cfg = _random_cfg(seed).cfg
+    fresh = ControlFlowGraph(successors=cfg.successors, exits=cfg.exits)
+    assert fresh.blocks == _reference_blocks(cfg)
+    assert fresh.reachable == _reference_reachable(cfg)

@@ -23,7 +23,7 @@ after which the method may return.
 from __future__ import annotations
 
 from functools import cached_property
-from itertools import repeat
+from itertools import chain, repeat
 from typing import TYPE_CHECKING, Iterable, Optional
 
 from xferlint.analyzer.view import OpKind
@@ -69,17 +69,13 @@ class ControlFlowGraph:
 
     @cached_property
     def reachable(self) -> frozenset[int]:
-        """Nodes some execution reaches from the entry."""
+        """Nodes some execution reaches from the entry: those of the blocks reached from
+        block 0 (control enters a block only at its first node and falls through it)."""
         if not self.successors:
             return frozenset()
-        seen = {0}
-        stack = [0]
-        while stack:
-            for j in self.successors[stack.pop()]:
-                if j not in seen:
-                    seen.add(j)
-                    stack.append(j)
-        return frozenset(seen)
+        blocks = self.blocks
+        return frozenset(chain.from_iterable(range(blocks[b][0], blocks[b][1] + 1)
+                                             for b in _reach(0, self.block_successors)))
 
     # -- basic blocks -------------------------------------------------------------
     @cached_property
@@ -88,18 +84,17 @@ class ControlFlowGraph:
         n = len(self.successors)
         if n == 0:
             return ()
+        # A block ends after a node that does not simply fall through (a jump, a branch,
+        # an exit), and starts at every node something jumps to. (Each node with other
+        # than one fall-through predecessor is one of those: no pass over predecessors.)
         leaders = {0}
+        exits = self.exits
         for i, succ in enumerate(self.successors):
-            if succ != (i + 1,) or i in self.exits:
-                leaders.update(succ)
-                if i + 1 < n:
-                    leaders.add(i + 1)
-            for j in succ:
-                if j != i + 1:
-                    leaders.add(j)
-        for j, preds in enumerate(self.predecessors):
-            if len(preds) != 1 or (preds and preds[0] != j - 1):
-                leaders.add(j)
+            if len(succ) == 1 and succ[0] == i + 1 and i not in exits:
+                continue
+            leaders.update(succ)
+            if i + 1 < n:
+                leaders.add(i + 1)
         starts = sorted(leaders)
         return tuple((s, (starts[k + 1] - 1) if k + 1 < len(starts) else n - 1) for k, s in enumerate(starts))
 
@@ -314,20 +309,20 @@ class Reads:
     def at(self, node: int, vid: str) -> frozenset[int]:
         """The writes `node`'s read of `vid` sees; {ENTRY} when it does not read it (or is
         unreachable)."""
+        return self.resolve(self.name_at(node, vid))
+
+    def name_at(self, node: int, vid: str) -> int:
+        """The name `node`'s read of `vid` sees (ENTRY when it does not read it)."""
         names = self.names[node] if 0 <= node < len(self.names) else None
         if names is None:
-            return _ENTRY_SET
+            return ENTRY
         inputs = self._nodes[node].inputs
         if len(names) <= _SCAN:
-            if vid not in inputs:
-                return _ENTRY_SET
-            name = names[inputs.index(vid)]
-        else:  # indexed on first use: a delegate call may read 100k values
-            by_value = self._by_value.get(node)
-            if by_value is None:
-                by_value = self._by_value[node] = dict(zip(inputs, names))
-            name = by_value.get(vid, ENTRY)
-        return self.resolve(name)
+            return names[inputs.index(vid)] if vid in inputs else ENTRY
+        by_value = self._by_value.get(node)  # indexed on first use: a delegate may read 100k values
+        if by_value is None:
+            by_value = self._by_value[node] = dict(zip(inputs, names))
+        return by_value.get(vid, ENTRY)
 
     def as_dict(self) -> dict[tuple[int, str], frozenset[int]]:
         """(reader, value) -> writes, for every read of a reachable node."""
@@ -373,6 +368,15 @@ class FlowFacts:
         if self.reads is None:
             return self.writers.get(vid, frozenset()) | {ENTRY}
         return self.reads.at(node, vid)
+
+    def reaching_writer_indices(self, node: int, vid: str) -> list[int]:
+        """`reaching` without ENTRY, sorted: the nodes whose write the read can see."""
+        if self.reads is None:
+            return sorted(self.writers.get(vid, ()))
+        name = self.reads.name_at(node, vid)
+        if name >= 0:  # one writer, the common case: no set to build
+            return [name]
+        return [] if name == ENTRY else sorted(d for d in self.reads.resolve(name) if d >= 0)
 
     @classmethod
     def compute(cls, method: "MethodView", cfg: ControlFlowGraph,
