@@ -618,26 +618,28 @@ def _place_phis(nodes, blocks, order: list[int], root: int, frontier: dict[int, 
         if b == root:
             continue
         first, last = blocks[b]
-        for i in range(first, last + 1):
-            for vid in nodes[i].outputs:
-                where = written_in.setdefault(vid, [])
-                if not where or where[-1] != b:
-                    where.append(b)
+        for vid in {vid: None for i in range(first, last + 1) for vid in nodes[i].outputs}:
+            where = written_in.get(vid)
+            if where is None:
+                written_in[vid] = [b]
+            else:
+                where.append(b)
     phis_at: dict[int, list[tuple[str, int]]] = {}
     count = 0
-    placed: dict[tuple[int, ...], tuple[list[int], int]] = {}  # written-in blocks -> phi blocks, work
+    placed: dict[object, tuple[list[int], int]] = {}  # written-in blocks -> phi blocks, work
     for vid, where in written_in.items():
         # The iterated frontier depends only on the blocks written in (most values: one
         # loop body), so it is found once per distinct set and charged for each value.
-        key = tuple(where)
+        key = where[0] if len(where) == 1 else tuple(where)
         found = placed.get(key)
         if found is None:
             found = placed[key] = _iterated_frontier(where, frontier)
         heads, work = found
-        charge(work)
+        if work:
+            charge(work)
         for y in heads:
-            phis_at.setdefault(y, []).append((vid, _phi_name(count)))
             count += 1
+            phis_at.setdefault(y, []).append((vid, _phi_name(count - 1)))
     return phis_at, count
 
 
