@@ -42,12 +42,13 @@ class DeviceFacts:
 
     @classmethod
     def compute(cls, method: MethodView) -> "DeviceFacts":
-        facts = cls(method=method, devices=solve(method))
+        facts = cls(method=method, devices={})
         for node in method.nodes:
             for vid in node.outputs:
                 facts._writers.setdefault(vid, []).append(node)
             for vid in node.inputs:
                 facts._readers.setdefault(vid, []).append(node)
+        facts.devices = solve(method, facts._readers)
         facts._outputs = frozenset(v for v in method.outputs if v is not None)
         if method.cfg is not None:
             from xferlint.analyzer.cfg import FlowFacts

@@ -15,15 +15,18 @@ and the solve then goes on exactly as the worklist would, in the same order.
 from __future__ import annotations
 
 from collections import deque
-from typing import Iterable
+from typing import Iterable, Mapping, Optional, Sequence
 
 from xferlint.analyzer.lattice import UNREACHED, LatticeValue, join
 from xferlint.analyzer.transfer import TRANSFER
 from xferlint.analyzer.view import MethodView, Node
 
+Readers = Mapping[str, Sequence[Node]]  # value -> the nodes that read it, in program order
 
-def solve(method: MethodView) -> dict[str, LatticeValue]:
-    """Return the least fixed point: the device of every value of `method`."""
+
+def solve(method: MethodView, readers: Optional[Readers] = None) -> dict[str, LatticeValue]:
+    """Return the least fixed point: the device of every value of `method`. `readers`, when
+    the caller has them (DeviceFacts does), spare building them if nodes must be revisited."""
     state: dict[str, LatticeValue] = {}
     device_of = _device_of(state)
     get = state.get
@@ -48,7 +51,8 @@ def solve(method: MethodView) -> dict[str, LatticeValue]:
                     continue
             state[vid] = new
             if vid in read:  # a node already done read it: from here on, the worklist
-                _revisit(nodes, values, state, i, vid, outputs[k + 1:], result)
+                _revisit(nodes, values, state, i, vid, outputs[k + 1:], result,
+                         readers if readers is not None else _readers(nodes))
                 return state
     return state
 
@@ -72,25 +76,25 @@ def _rise(state: dict[str, LatticeValue], vid: str, result: LatticeValue) -> boo
     return True
 
 
-def _readers(nodes: tuple[Node, ...]) -> dict[str, list[int]]:
-    readers: dict[str, list[int]] = {}
+def _readers(nodes: tuple[Node, ...]) -> dict[str, list[Node]]:
+    readers: dict[str, list[Node]] = {}
     for node in nodes:
         for vid in node.inputs:
-            readers.setdefault(vid, []).append(node.index)
+            readers.setdefault(vid, []).append(node)
     return readers
 
 
 def _revisit(nodes: tuple[Node, ...], values, state: dict[str, LatticeValue], i: int, risen: str,
-             rest: Iterable[str], result: LatticeValue) -> None:
+             rest: Iterable[str], result: LatticeValue, readers: Readers) -> None:
     """Go on as the worklist would after node `i` of the first pass raised `risen`: nodes
     up to `i` are done (not queued), the rest of the first pass is queued in order, the
     readers of `risen` join the queue, then `i`'s remaining outputs take `result`."""
-    readers = _readers(nodes)
     queued = [False] * (i + 1) + [True] * (len(nodes) - i - 1)
     worklist = deque(range(i + 1, len(nodes)))
 
     def enqueue(vid: str) -> None:
-        for j in readers.get(vid, ()):
+        for reader in readers.get(vid, ()):
+            j = reader.index
             if not queued[j]:
                 queued[j] = True
                 worklist.append(j)
@@ -120,7 +124,8 @@ def _revisit(nodes: tuple[Node, ...], values, state: dict[str, LatticeValue], i:
                 if new is old or new == old:
                     continue
             state[vid] = new
-            for r in readers.get(vid, ()):
+            for reader in readers.get(vid, ()):
+                r = reader.index
                 if not queued[r]:
                     queued[r] = True
                     push(r)
