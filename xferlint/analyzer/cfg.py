@@ -732,13 +732,14 @@ def _phi_sets(operands: list[list[int]], charge) -> list[frozenset[int]]:
     # edge) is a component of its own that depends on nothing: its set is its operands.
     # Only the others need the component search.
     inner: list[int] = []
+    work = 0  # charged once for all of these: their sets are no bigger than their operands
     for p, ops in enumerate(operands):
         if ops and min(ops) < ENTRY:
             inner.append(p)
         else:
-            frozen = frozenset(ops)
-            charge(len(frozen) + 1)
-            sets[p] = frozen
+            frozen = sets[p] = frozenset(ops)
+            work += len(frozen) + 1
+    charge(work)
     if not inner:
         return sets
     position = {p: k for k, p in enumerate(inner)}

@@ -86,32 +86,32 @@ def _readers(nodes: tuple[Node, ...]) -> dict[str, list[Node]]:
 
 def _revisit(nodes: tuple[Node, ...], values, state: dict[str, LatticeValue], i: int, risen: str,
              rest: Iterable[str], result: LatticeValue, readers: Readers) -> None:
-    """Go on as the worklist would after node `i` of the first pass raised `risen`: nodes
-    up to `i` are done (not queued), the rest of the first pass is queued in order, the
-    readers of `risen` join the queue, then `i`'s remaining outputs take `result`."""
-    queued = [False] * (i + 1) + [True] * (len(nodes) - i - 1)
-    worklist = deque(range(i + 1, len(nodes)))
+    """Go on as the worklist would after node `i` of the first pass raised `risen`.
 
-    def enqueue(vid: str) -> None:
+    The worklist then holds the rest of the first pass in order and, behind it, the
+    nodes queued again. The first part runs as a plain loop (a node there counts as
+    queued until the loop reaches it), the second as the FIFO (`again`).
+    """
+    again: deque[int] = deque()
+    waiting = [False] * len(nodes)  # in `again`
+    push = again.append
+
+    def queue_done_readers(vid: str) -> None:  # those the pass has run, up to node i
         for reader in readers.get(vid, ()):
             j = reader.index
-            if not queued[j]:
-                queued[j] = True
-                worklist.append(j)
+            if j <= i and not waiting[j]:
+                waiting[j] = True
+                push(j)
 
-    enqueue(risen)
+    queue_done_readers(risen)
     for vid in rest:
         if _rise(state, vid, result):
-            enqueue(vid)
+            queue_done_readers(vid)
     device_of = _device_of(state)
     get = state.get
     table = TRANSFER
-    pop = worklist.popleft
-    push = worklist.append
-    while worklist:
-        j = pop()
-        queued[j] = False
-        node = nodes[j]
+    for pos in range(i + 1, len(nodes)):
+        node = nodes[pos]
         result = table[node.kind](node, device_of, values)
         if result is UNREACHED:
             continue
@@ -125,7 +125,29 @@ def _revisit(nodes: tuple[Node, ...], values, state: dict[str, LatticeValue], i:
                     continue
             state[vid] = new
             for reader in readers.get(vid, ()):
-                r = reader.index
-                if not queued[r]:
-                    queued[r] = True
-                    push(r)
+                j = reader.index
+                if j <= pos and not waiting[j]:  # a later node is still to come in this pass
+                    waiting[j] = True
+                    push(j)
+    pop = again.popleft
+    while again:
+        pos = pop()
+        waiting[pos] = False
+        node = nodes[pos]
+        result = table[node.kind](node, device_of, values)
+        if result is UNREACHED:
+            continue
+        for vid in node.outputs:
+            old = get(vid, UNREACHED)
+            if old is UNREACHED:
+                new = result
+            else:
+                new = join(old, result)
+                if new is old or new == old:
+                    continue
+            state[vid] = new
+            for reader in readers.get(vid, ()):
+                j = reader.index
+                if not waiting[j]:
+                    waiting[j] = True
+                    push(j)
