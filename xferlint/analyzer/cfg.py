@@ -344,14 +344,16 @@ class FlowFacts:
 
     def __init__(self, reads: Optional[Reads], at_exit: dict[str, frozenset[int]], useful: frozenset[int],
                  live_values: frozenset[str], nodes: "tuple[Node, ...]", reachable: frozenset[int],
-                 exact: bool = True) -> None:
+                 writers: Optional[dict[str, frozenset[int]]] = None) -> None:
         self.reads = reads  # None: flow-insensitive (the work limit was hit)
         self.at_exit = at_exit  # value -> writers whose value the method can return
         self.useful = useful  # node indices
         self.live_values = live_values
-        self.exact = exact  # False when the work limit made the analysis flow-insensitive
+        self.exact = reads is not None  # False when the work limit made the analysis flow-insensitive
         self._nodes = nodes
         self._reachable = reachable
+        if writers is not None:  # the fallback computed them: `writers` need not
+            self.__dict__["writers"] = writers
 
     @cached_property
     def writers(self) -> dict[str, frozenset[int]]:
@@ -385,31 +387,27 @@ class FlowFacts:
         if len(cfg) != len(nodes):
             raise ValueError(f"CFG has {len(cfg)} nodes, the method {len(nodes)}")
         reachable = cfg.reachable
+        reads: Optional[Reads] = None
+        writers: Optional[dict[str, frozenset[int]]] = None
         try:
-            reads: Optional[Reads]
             reads, at_exit = _reaching_definitions(method, cfg, work_limit)
         except _TooMuchWork:
-            reads = None
             writers = _writers_of(nodes, reachable)
             at_exit = {v: writers.get(v, frozenset()) | {ENTRY} for v in method.outputs if v is not None}
-        facts = cls(reads=reads, at_exit=at_exit, useful=frozenset(), live_values=frozenset(), nodes=nodes,
-                    reachable=reachable, exact=reads is not None)
-        if reads is None:
-            facts.writers = writers  # type: ignore[misc]  # computed already
         roots = set(effectful) if effectful is not None else {
             n.index for n in nodes if n.kind in _EFFECT_KINDS or n.mutates
         }
         roots &= reachable
-        useful, live = _useful(nodes, roots, method.outputs, at_exit, reads, facts)
+        useful, live = _useful(nodes, roots, method.outputs, at_exit, reads, writers)
         # A value is live when a useful node reads it or the method returns it (as the
         # flow-insensitive liveness of straight-line SSA graphs defines it).
-        facts.useful = frozenset(useful)
-        facts.live_values = frozenset(live)
-        return facts
+        return cls(reads=reads, at_exit=at_exit, useful=frozenset(useful), live_values=frozenset(live), nodes=nodes,
+                   reachable=reachable, writers=writers)
 
 
 def _useful(nodes: "tuple[Node, ...]", roots: set[int], outputs: Iterable[Optional[str]],
-            at_exit: dict[str, frozenset[int]], reads: Optional[Reads], facts: FlowFacts) -> tuple[set[int], set[str]]:
+            at_exit: dict[str, frozenset[int]], reads: Optional[Reads],
+            writers: Optional[dict[str, frozenset[int]]]) -> tuple[set[int], set[str]]:
     """The nodes whose writes reach, transitively, a root's reads or the method's return,
     and the values those nodes read (plus the outputs). A closure: the order of the work
     does not change the sets."""
@@ -428,9 +426,9 @@ def _useful(nodes: "tuple[Node, ...]", roots: set[int], outputs: Iterable[Option
         if vid is not None:
             live.add(vid)
             mark(at_exit.get(vid, _ENTRY_SET))
-    if reads is None:
+    if reads is None:  # flow-insensitive: every write of a value reaches every read
+        assert writers is not None
         expanded: set[str] = set()  # values whose writers are all marked
-        writers = facts.writers
         while work:
             for vid in nodes[work.pop()].inputs:
                 live.add(vid)
