@@ -22,12 +22,14 @@ after which the method may return.
 
 from __future__ import annotations
 
-from collections import deque
 from functools import cached_property
+from itertools import chain, repeat
 from typing import TYPE_CHECKING, Iterable, Optional
 
+from xferlint.analyzer.view import OpKind
+
 if TYPE_CHECKING:
-    from xferlint.analyzer.view import MethodView
+    from xferlint.analyzer.view import MethodView, Node
 
 ENTRY = -1  # the definition a slot holds on entry (an input, a constant, its initial value)
 
@@ -67,17 +69,13 @@ class ControlFlowGraph:
 
     @cached_property
     def reachable(self) -> frozenset[int]:
-        """Nodes some execution reaches from the entry."""
+        """Nodes some execution reaches from the entry: those of the blocks reached from
+        block 0 (control enters a block only at its first node and falls through it)."""
         if not self.successors:
             return frozenset()
-        seen = {0}
-        stack = [0]
-        while stack:
-            for j in self.successors[stack.pop()]:
-                if j not in seen:
-                    seen.add(j)
-                    stack.append(j)
-        return frozenset(seen)
+        blocks = self.blocks
+        return frozenset(chain.from_iterable(range(blocks[b][0], blocks[b][1] + 1)
+                                             for b in _reach(0, self.block_successors)))
 
     # -- basic blocks -------------------------------------------------------------
     @cached_property
@@ -86,18 +84,17 @@ class ControlFlowGraph:
         n = len(self.successors)
         if n == 0:
             return ()
+        # A block ends after a node that does not simply fall through (a jump, a branch,
+        # an exit), and starts at every node something jumps to. (Each node with other
+        # than one fall-through predecessor is one of those: no pass over predecessors.)
         leaders = {0}
+        exits = self.exits
         for i, succ in enumerate(self.successors):
-            if succ != (i + 1,) or i in self.exits:
-                leaders.update(succ)
-                if i + 1 < n:
-                    leaders.add(i + 1)
-            for j in succ:
-                if j != i + 1:
-                    leaders.add(j)
-        for j, preds in enumerate(self.predecessors):
-            if len(preds) != 1 or (preds and preds[0] != j - 1):
-                leaders.add(j)
+            if len(succ) == 1 and succ[0] == i + 1 and i not in exits:
+                continue
+            leaders.update(succ)
+            if i + 1 < n:
+                leaders.add(i + 1)
         starts = sorted(leaders)
         return tuple((s, (starts[k + 1] - 1) if k + 1 < len(starts) else n - 1) for k, s in enumerate(starts))
 
@@ -268,7 +265,7 @@ def _strongly_connected(successors: tuple[tuple[int, ...], ...]) -> list[list[in
 
 # --------------------------------------------------------------------------- dataflow
 
-_EFFECT_KINDS = frozenset({"delegate", "unknown", "control"})
+_EFFECT_KINDS = frozenset({OpKind.DELEGATE, OpKind.UNKNOWN, OpKind.CONTROL})
 # Reaching definitions are sparse (see `_reaching_definitions`): linear in the program plus
 # the phis and the sizes of the write sets they carry. Past this much work (a pathological
 # program whose slots are each written in thousands of places and read in thousands more)
@@ -276,24 +273,112 @@ _EFFECT_KINDS = frozenset({"delegate", "unknown", "control"})
 # which can only make more writes useful, never fewer.
 WORK_LIMIT = 3_000_000
 
+_ENTRY_SET = frozenset({ENTRY})
+_SCAN = 16  # operands up to which a read's name is found by a scan rather than an index
+
+
+class Reads:
+    """What every read sees, one *name* per read: a writer's node index, ENTRY, or a phi
+    (below ENTRY, see `_phi_name`) standing for a set of writes.
+
+    `names[i]` is aligned with `nodes[i].inputs` (None for a node no execution reaches).
+    An int per read rather than a frozenset per (node, value) key: the analysis reads
+    names, and only a caller's question (`reaching`) builds a set.
+    """
+
+    __slots__ = ("names", "phis", "_nodes", "_singles", "_by_value")
+
+    def __init__(self, names: list[Optional[tuple[int, ...]]], phis: list[frozenset[int]],
+                 nodes: "tuple[Node, ...]") -> None:
+        self.names = names
+        self.phis = phis  # per phi index: the writes (and ENTRY) it stands for
+        self._nodes = nodes
+        self._singles: dict[int, frozenset[int]] = {}
+        self._by_value: dict[int, dict[str, int]] = {}  # per node asked: value -> name
+
+    def resolve(self, name: int) -> frozenset[int]:
+        if name == ENTRY:
+            return _ENTRY_SET
+        if name < ENTRY:
+            return self.phis[_phi_index(name)]
+        found = self._singles.get(name)
+        if found is None:
+            found = self._singles[name] = frozenset((name,))
+        return found
+
+    def at(self, node: int, vid: str) -> frozenset[int]:
+        """The writes `node`'s read of `vid` sees; {ENTRY} when it does not read it (or is
+        unreachable)."""
+        return self.resolve(self.name_at(node, vid))
+
+    def name_at(self, node: int, vid: str) -> int:
+        """The name `node`'s read of `vid` sees (ENTRY when it does not read it)."""
+        names = self.names[node] if 0 <= node < len(self.names) else None
+        if names is None:
+            return ENTRY
+        inputs = self._nodes[node].inputs
+        if len(names) <= _SCAN:
+            return names[inputs.index(vid)] if vid in inputs else ENTRY
+        by_value = self._by_value.get(node)  # indexed on first use: a delegate may read 100k values
+        if by_value is None:
+            by_value = self._by_value[node] = dict(zip(inputs, names))
+        return by_value.get(vid, ENTRY)
+
+    def as_dict(self) -> dict[tuple[int, str], frozenset[int]]:
+        """(reader, value) -> writes, for every read of a reachable node."""
+        return {(i, vid): self.resolve(name) for i, names in enumerate(self.names) if names is not None
+                for vid, name in zip(self._nodes[i].inputs, names)}
+
+
+def _writers_of(nodes: "tuple[Node, ...]", reachable: frozenset[int]) -> dict[str, frozenset[int]]:
+    writers: dict[str, set[int]] = {}
+    for node in nodes:
+        if node.index in reachable:
+            for vid in node.outputs:
+                writers.setdefault(vid, set()).add(node.index)
+    return {v: frozenset(w) for v, w in writers.items()}
+
 
 class FlowFacts:
     """Reaching definitions and usefulness of one method over its CFG."""
 
-    def __init__(self, reaching_at: Optional[dict[tuple[int, str], frozenset[int]]],
-                 at_exit: dict[str, frozenset[int]], useful: frozenset[int], live_values: frozenset[str],
-                 writers: dict[str, frozenset[int]], exact: bool = True) -> None:
-        self.reaching_at = reaching_at  # (reader, value) -> writers / ENTRY; None: flow-insensitive
+    def __init__(self, reads: Optional[Reads], at_exit: dict[str, frozenset[int]], useful: frozenset[int],
+                 live_values: frozenset[str], nodes: "tuple[Node, ...]", reachable: frozenset[int],
+                 writers: Optional[dict[str, frozenset[int]]] = None) -> None:
+        self.reads = reads  # None: flow-insensitive (the work limit was hit)
         self.at_exit = at_exit  # value -> writers whose value the method can return
         self.useful = useful  # node indices
         self.live_values = live_values
-        self.writers = writers  # every writer of each value (the fallback's answer)
-        self.exact = exact  # False when the work limit made the analysis flow-insensitive
+        self.exact = reads is not None  # False when the work limit made the analysis flow-insensitive
+        self._nodes = nodes
+        self._reachable = reachable
+        if writers is not None:  # the fallback computed them: `writers` need not
+            self.__dict__["writers"] = writers
+
+    @cached_property
+    def writers(self) -> dict[str, frozenset[int]]:
+        """Every reachable writer of each value (the fallback's answer); only the
+        flow-insensitive mode needs it, so it is built on first use."""
+        return _writers_of(self._nodes, self._reachable)
+
+    @property
+    def reaching_at(self) -> Optional[dict[tuple[int, str], frozenset[int]]]:
+        """(reader, value) -> writers / ENTRY; None when flow-insensitive (built per call)."""
+        return self.reads.as_dict() if self.reads is not None else None
 
     def reaching(self, node: int, vid: str) -> frozenset[int]:
-        if self.reaching_at is None:
+        if self.reads is None:
             return self.writers.get(vid, frozenset()) | {ENTRY}
-        return self.reaching_at.get((node, vid), frozenset({ENTRY}))
+        return self.reads.at(node, vid)
+
+    def reaching_writer_indices(self, node: int, vid: str) -> list[int]:
+        """`reaching` without ENTRY, sorted: the nodes whose write the read can see."""
+        if self.reads is None:
+            return sorted(self.writers.get(vid, ()))
+        name = self.reads.name_at(node, vid)
+        if name >= 0:  # one writer, the common case: no set to build
+            return [name]
+        return [] if name == ENTRY else sorted(d for d in self.reads.resolve(name) if d >= 0)
 
     @classmethod
     def compute(cls, method: "MethodView", cfg: ControlFlowGraph,
@@ -301,62 +386,112 @@ class FlowFacts:
         nodes = method.nodes
         if len(cfg) != len(nodes):
             raise ValueError(f"CFG has {len(cfg)} nodes, the method {len(nodes)}")
-        writers: dict[str, set[int]] = {}
-        for node in nodes:
-            if node.index in cfg.reachable:
-                for vid in node.outputs:
-                    writers.setdefault(vid, set()).add(node.index)
-        frozen_writers = {v: frozenset(w) for v, w in writers.items()}
-        exact = True
+        reachable = cfg.reachable
+        reads: Optional[Reads] = None
+        writers: Optional[dict[str, frozenset[int]]] = None
         try:
-            reaching_at, at_exit = _reaching_definitions(method, cfg, work_limit)
+            reads, at_exit = _reaching_definitions(method, cfg, work_limit)
         except _TooMuchWork:
-            exact = False
-            reaching_at = None
-            at_exit = {v: frozen_writers.get(v, frozenset()) | {ENTRY} for v in method.outputs if v is not None}
+            writers = _writers_of(nodes, reachable)
+            at_exit = {v: writers.get(v, frozenset()) | {ENTRY} for v in method.outputs if v is not None}
         roots = set(effectful) if effectful is not None else {
-            n.index for n in nodes if n.kind.value in _EFFECT_KINDS or n.mutates
+            n.index for n in nodes if n.kind in _EFFECT_KINDS or n.mutates
         }
-        roots &= cfg.reachable
-        useful: set[int] = set()
-        work: list[int] = []
-        expanded: set[str] = set()  # flow-insensitive mode: values whose writers are all marked
-
-        def mark(defs: Iterable[int]) -> None:
-            for d in defs:
-                if d != ENTRY and d not in useful:
-                    useful.add(d)
-                    work.append(d)
-
-        mark(roots)
-        live: set[str] = set()
-        for vid in method.outputs:
-            if vid is not None:
-                live.add(vid)
-                mark(at_exit.get(vid, frozenset({ENTRY})))
-        while work:
-            u = work.pop()
-            for vid in nodes[u].inputs:
-                live.add(vid)
-                if reaching_at is not None:
-                    mark(reaching_at.get((u, vid), frozenset({ENTRY})))
-                elif vid not in expanded:
-                    expanded.add(vid)
-                    mark(frozen_writers.get(vid, ()))
+        roots &= reachable
+        useful, live = _useful(nodes, roots, method.outputs, at_exit, reads, writers)
         # A value is live when a useful node reads it or the method returns it (as the
         # flow-insensitive liveness of straight-line SSA graphs defines it).
-        return cls(reaching_at=reaching_at, at_exit=at_exit, useful=frozenset(useful), live_values=frozenset(live),
-                   writers=frozen_writers, exact=exact)
+        return cls(reads=reads, at_exit=at_exit, useful=frozenset(useful), live_values=frozenset(live), nodes=nodes,
+                   reachable=reachable, writers=writers)
+
+
+def _useful(nodes: "tuple[Node, ...]", roots: set[int], outputs: Iterable[Optional[str]],
+            at_exit: dict[str, frozenset[int]], reads: Optional[Reads],
+            writers: Optional[dict[str, frozenset[int]]]) -> tuple[set[int], set[str]]:
+    """The nodes whose writes reach, transitively, a root's reads or the method's return,
+    and the values those nodes read (plus the outputs). A closure: the order of the work
+    does not change the sets."""
+    useful: set[int] = set()
+    work: list[int] = []
+
+    def mark(defs: Iterable[int]) -> None:
+        for d in defs:
+            if d != ENTRY and d not in useful:
+                useful.add(d)
+                work.append(d)
+
+    mark(roots)
+    live: set[str] = set()
+    for vid in outputs:
+        if vid is not None:
+            live.add(vid)
+            mark(at_exit.get(vid, _ENTRY_SET))
+    if reads is None:  # flow-insensitive: every write of a value reaches every read
+        assert writers is not None
+        expanded: set[str] = set()  # values whose writers are all marked
+        while work:
+            for vid in nodes[work.pop()].inputs:
+                live.add(vid)
+                if vid not in expanded:
+                    expanded.add(vid)
+                    mark(writers.get(vid, ()))
+        return useful, live
+    names, phis = reads.names, reads.phis
+    while work:
+        u = work.pop()
+        live.update(nodes[u].inputs)
+        for name in names[u] or ():
+            if name >= 0:  # one writer: the common case, without a call
+                if name not in useful:
+                    useful.add(name)
+                    work.append(name)
+            elif name != ENTRY:
+                mark(phis[_phi_index(name)])
+    return useful, live
 
 
 class _TooMuchWork(Exception):
     pass
 
 
-def _reaching_definitions(method: "MethodView", cfg: ControlFlowGraph, work_limit: int):
-    """Per read, the writes that reach it; per value, the writes that reach the exit.
+def _reaching_definitions(method: "MethodView", cfg: ControlFlowGraph, work_limit: int) -> tuple[Reads, dict]:
+    """Per read, the writes that reach it (`Reads`); per value, the writes that reach the exit.
 
-    Sparse, the way SSA construction is (Cytron et al.): a value's reaching writes change
+    A method without jumps is one block: each read sees the last write before it, in one
+    pass (`_straight_line_reads`). Otherwise `_sparse_reads`.
+    """
+    if len(cfg.blocks) == 1 and not cfg.block_successors[0]:
+        return _straight_line_reads(method, cfg, work_limit)
+    return _sparse_reads(method, cfg, work_limit)
+
+
+def _straight_line_reads(method: "MethodView", cfg: ControlFlowGraph, work_limit: int) -> tuple[Reads, dict]:
+    """One block, no back edge: the name of each read is the last write of its value
+    before it (ENTRY if none), and the exit sees the last writes. The same answer as
+    `_sparse_reads`, without dominators or renaming stacks."""
+    nodes = method.nodes
+    if len(nodes) + 2 > work_limit:  # what `_sparse_reads` charges here: root, block, nodes
+        raise _TooMuchWork
+    current: dict[str, int] = {}
+    get = current.get
+    names: list[Optional[tuple[int, ...]]] = []
+    append = names.append
+    entries = repeat(ENTRY)
+    for i, node in enumerate(nodes):
+        append(tuple(map(get, node.inputs, entries)))  # reads see the writes before the node's own
+        for vid in node.outputs:
+            current[vid] = i
+    reads = Reads(names, [], nodes)
+    at_exit: dict[str, frozenset[int]] = {}
+    if cfg.exits:
+        for vid in method.outputs:
+            if vid is not None:
+                at_exit[vid] = reads.resolve(get(vid, ENTRY))
+    return reads, at_exit
+
+
+def _sparse_reads(method: "MethodView", cfg: ControlFlowGraph, work_limit: int) -> tuple[Reads, dict]:
+    """Sparse, the way SSA construction is (Cytron et al.): a value's reaching writes change
     only at its writes and at the joins in the iterated dominance frontier of the blocks
     that write it, so each value gets a phi at those joins only, one walk of the dominator
     tree names the write (or phi) each read sees, and each phi's set of writes is the union
@@ -395,96 +530,135 @@ def _reaching_definitions(method: "MethodView", cfg: ControlFlowGraph, work_limi
                     frontier.setdefault(runner, set()).add(b)
                     runner = idom[runner]
                     charge(1)
-    # Phis: per value, at the iterated dominance frontier of the blocks that write it.
-    written_in: dict[str, list[int]] = {}
-    for b in order:
-        if b == root:
-            continue
-        first, last = blocks[b]
-        for i in range(first, last + 1):
-            for vid in nodes[i].outputs:
-                where = written_in.setdefault(vid, [])
-                if not where or where[-1] != b:
-                    where.append(b)
-    phis_at: dict[int, list[tuple[str, int]]] = {}
-    phi_operands: list[list[int]] = []
-    for vid, where in written_in.items():
-        has_phi: set[int] = set()
-        work = list(where)
-        queued = set(work)
-        while work:
-            for y in frontier.get(work.pop(), ()):
-                charge(1)
-                if y not in has_phi:
-                    has_phi.add(y)
-                    phis_at.setdefault(y, []).append((vid, _phi_name(len(phi_operands))))
-                    phi_operands.append([])
-                    if y not in queued:
-                        queued.add(y)
-                        work.append(y)
-    # Renaming: one walk of the dominator tree with a stack of names per value.
+    phis_at, n_phis = _place_phis(nodes, blocks, order, root, frontier, charge)
+    # Renaming: one walk of the dominator tree; `current` holds the name each value has
+    # at this point of the walk, and each block's undo list restores it on the way back.
     children: dict[int, list[int]] = {}
     for b in order:
         if b != root:
             children.setdefault(idom[b], []).append(b)
     exit_blocks = {cfg.block_of[i] for i in cfg.exits}
     outputs = [v for v in method.outputs if v is not None]
-    read_name: dict[tuple[int, str], int] = {}
+    names: list[Optional[tuple[int, ...]]] = [None] * len(nodes)
+    phi_operands: list[list[int]] = [[] for _ in range(n_phis)]
     exit_names: dict[int, list[int]] = {}
-    stacks: dict[str, list[int]] = {}
-    walk: list[tuple[int, Optional[list[str]]]] = [(root, None)]
+    current: dict[str, int] = {}
+    get = current.get
+    walk: list[tuple[int, Optional[list[tuple[str, int]]]]] = [(root, None)]
+    pending = 1  # blocks on `walk` not yet visited
     while walk:
-        b, pushed = walk.pop()
-        if pushed is not None:  # leaving b: undo its names
-            for vid in pushed:
-                stacks[vid].pop()
+        b, undo = walk.pop()
+        if undo is not None:  # leaving b: restore the names it changed, latest first
+            for vid, old in reversed(undo):
+                current[vid] = old
             continue
-        pushed = []
+        pending -= 1
+        # Only a block visited later (outside b's subtree) needs b's names undone: down
+        # a chain of dominators (a run of loops) nothing is, and no undo list is kept.
+        undo = [] if pending else None
         if b != root:
             for vid, name in phis_at.get(b, ()):
-                stacks.setdefault(vid, []).append(name)
-                pushed.append(vid)
+                if undo is not None:
+                    undo.append((vid, get(vid, ENTRY)))
+                current[vid] = name
             first, last = blocks[b]
             charge(last - first + 1)
-            for i in range(first, last + 1):
-                node = nodes[i]
-                for vid in node.inputs:
-                    stack = stacks.get(vid)
-                    read_name[(i, vid)] = stack[-1] if stack else ENTRY
-                for vid in node.outputs:
-                    stacks.setdefault(vid, []).append(i)
-                    pushed.append(vid)
+            _rename_block(nodes, first, last, names, current, undo)
             if b in exit_blocks:
-                exit_names[b] = [stacks[v][-1] if stacks.get(v) else ENTRY for v in outputs]
+                exit_names[b] = [get(v, ENTRY) for v in outputs]
         for c in (succ[b] if b != root else ((0,) if n_blocks else ())):
             for vid, name in phis_at.get(c, ()):
-                stack = stacks.get(vid)
-                phi_operands[_phi_index(name)].append(stack[-1] if stack else ENTRY)
-        walk.append((b, pushed))
-        walk.extend((c, None) for c in reversed(children.get(b, ())))
-    sets = _phi_sets(phi_operands, charge)
-    entry_set = frozenset({ENTRY})
-    singles: dict[int, frozenset[int]] = {}
-
-    def resolve(name: int) -> frozenset[int]:
-        if name == ENTRY:
-            return entry_set
-        if name < ENTRY:
-            return sets[_phi_index(name)]
-        found = singles.get(name)
-        if found is None:
-            found = singles[name] = frozenset((name,))
-        return found
-
-    reaching_at = {key: resolve(name) for key, name in read_name.items()}
+                phi_operands[_phi_index(name)].append(get(vid, ENTRY))
+        if undo is not None:
+            walk.append((b, undo))
+        below = children.get(b)
+        if below:
+            walk.extend((c, None) for c in reversed(below))
+            pending += len(below)
+    reads = Reads(names, _phi_sets(phi_operands, charge), nodes)
     at_exit: dict[str, frozenset[int]] = {}
     for i in cfg.exits:
         b = cfg.block_of[i]
-        names = exit_names.get(b) if b in reachable else None
+        found = exit_names.get(b) if b in reachable else None
         for k, vid in enumerate(outputs):
-            here = resolve(names[k]) if names is not None else entry_set
+            here = reads.resolve(found[k]) if found is not None else _ENTRY_SET
             at_exit[vid] = at_exit.get(vid, frozenset()) | here
-    return reaching_at, at_exit
+    return reads, at_exit
+
+
+def _rename_block(nodes, first: int, last: int, names: list, current: dict[str, int],
+                  undo: Optional[list[tuple[str, int]]]) -> None:
+    """Name the reads of nodes `first..last` (each sees `current`, then the node's writes
+    take over), noting in `undo` (when kept) what each write replaced."""
+    get = current.get
+    entries = repeat(ENTRY)
+    if undo is None:
+        for i in range(first, last + 1):
+            node = nodes[i]
+            names[i] = tuple(map(get, node.inputs, entries))
+            for vid in node.outputs:
+                current[vid] = i
+        return
+    for i in range(first, last + 1):
+        node = nodes[i]
+        names[i] = tuple(map(get, node.inputs, entries))
+        for vid in node.outputs:
+            undo.append((vid, get(vid, ENTRY)))
+            current[vid] = i
+
+
+def _place_phis(nodes, blocks, order: list[int], root: int, frontier: dict[int, set[int]],
+                charge) -> tuple[dict[int, list[tuple[str, int]]], int]:
+    """Per block, the phis at its head (value, phi name): for each value, at the iterated
+    dominance frontier of the blocks that write it. Returns them and how many there are."""
+    written_in: dict[str, list[int]] = {}
+    for b in order:
+        if b == root:
+            continue
+        first, last = blocks[b]
+        for vid in {vid: None for i in range(first, last + 1) for vid in nodes[i].outputs}:
+            where = written_in.get(vid)
+            if where is None:
+                written_in[vid] = [b]
+            else:
+                where.append(b)
+    phis_at: dict[int, list[tuple[str, int]]] = {}
+    count = 0
+    placed: dict[object, tuple[list[int], int]] = {}  # written-in blocks -> phi blocks, work
+    for vid, where in written_in.items():
+        # The iterated frontier depends only on the blocks written in (most values: one
+        # loop body), so it is found once per distinct set and charged for each value.
+        key = where[0] if len(where) == 1 else tuple(where)
+        found = placed.get(key)
+        if found is None:
+            found = placed[key] = _iterated_frontier(where, frontier)
+        heads, work = found
+        if work:
+            charge(work)
+        for y in heads:
+            count += 1
+            phis_at.setdefault(y, []).append((vid, _phi_name(count - 1)))
+    return phis_at, count
+
+
+def _iterated_frontier(where: list[int], frontier: dict[int, set[int]]) -> tuple[list[int], int]:
+    """The blocks of the iterated dominance frontier of `where`, in the order found, and
+    the frontier entries visited (the work `_sparse_reads` is charged)."""
+    heads: list[int] = []
+    has_phi: set[int] = set()
+    work = list(where)
+    queued = set(work)
+    visited = 0
+    while work:
+        for y in frontier.get(work.pop(), ()):
+            visited += 1
+            if y not in has_phi:
+                has_phi.add(y)
+                heads.append(y)
+                if y not in queued:
+                    queued.add(y)
+                    work.append(y)
+    return heads, visited
 
 
 def _phi_name(index: int) -> int:
@@ -551,19 +725,35 @@ def _immediate_dominators(order: list[int], preds: dict[int, list[int]], root: i
 def _phi_sets(operands: list[list[int]], charge) -> list[frozenset[int]]:
     """Each phi's writes: the union over its operands (writes, ENTRY, or other phis),
     per strongly connected component of the phi graph (a loop's phis reach each other)."""
-    graph = tuple(tuple(_phi_index(o) for o in ops if o < ENTRY) for ops in operands)
     sets: list[frozenset[int]] = [frozenset()] * len(operands)
+    # A phi with no phi operand (most: a loop head's, fed from outside and round the back
+    # edge) is a component of its own that depends on nothing: its set is its operands.
+    # Only the others need the component search.
+    inner: list[int] = []
+    work = 0  # charged once for all of these: their sets are no bigger than their operands
+    for p, ops in enumerate(operands):
+        if ops and min(ops) < ENTRY:
+            inner.append(p)
+        else:
+            frozen = sets[p] = frozenset(ops)
+            work += len(frozen) + 1
+    charge(work)
+    if not inner:
+        return sets
+    position = {p: k for k, p in enumerate(inner)}
+    graph = tuple(tuple(position[q] for q in (_phi_index(o) for o in operands[p] if o < ENTRY) if q in position)
+                  for p in inner)
     for component in _strongly_connected(graph):  # dependencies first
-        members = set(component)
+        members = {inner[k] for k in component}
         acc: set[int] = set()
-        for p in component:
+        for p in members:
             for o in operands[p]:
                 if o >= ENTRY:
                     acc.add(o)
                 elif _phi_index(o) not in members:
                     acc |= sets[_phi_index(o)]
-        charge(len(acc) + len(component))
+        charge(len(acc) + len(members))
         frozen = frozenset(acc)
-        for p in component:
+        for p in members:
             sets[p] = frozen
     return sets

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Callable, Optional, TypeVar
 
 from xferlint.analyzer.lattice import UNREACHED, LatticeValue
 from xferlint.analyzer.solver import solve
@@ -24,6 +24,8 @@ from xferlint.analyzer.view import MethodView, Node, OpKind, Value
 
 # Nodes that count as reads in their own right: their effect is not only their results.
 _EFFECTFUL = frozenset({OpKind.DELEGATE, OpKind.UNKNOWN})
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -36,15 +38,17 @@ class DeviceFacts:
     _outputs: frozenset[str] = frozenset()
     _flow: Optional[Any] = field(default=None, repr=False)  # cfg.FlowFacts when the method has a CFG
     _in_place: dict[tuple[str, bool], Optional[Node]] = field(default_factory=dict, repr=False)  # in_place_reader cache
+    _derived: dict[str, Any] = field(default_factory=dict, repr=False)  # see `derived`
 
     @classmethod
     def compute(cls, method: MethodView) -> "DeviceFacts":
-        facts = cls(method=method, devices=solve(method))
+        facts = cls(method=method, devices={})
         for node in method.nodes:
             for vid in node.outputs:
                 facts._writers.setdefault(vid, []).append(node)
             for vid in node.inputs:
                 facts._readers.setdefault(vid, []).append(node)
+        facts.devices = solve(method, facts._readers)
         facts._outputs = frozenset(v for v in method.outputs if v is not None)
         if method.cfg is not None:
             from xferlint.analyzer.cfg import FlowFacts
@@ -71,10 +75,19 @@ class DeviceFacts:
 
     def reaching_writers(self, node: Node, vid: str) -> list[Node]:
         """The writers of `vid` whose write `node`'s read of it can see (every writer when
-        the method has no CFG: SSA values have one)."""
+        the method has no CFG: SSA values have one), in program order."""
         if self._flow is None:
             return self.writers(vid)
-        return [self.method.nodes[i] for i in sorted(self._flow.reaching(node.index, vid)) if i >= 0]
+        nodes = self.method.nodes
+        return [nodes[i] for i in self._flow.reaching_writer_indices(node.index, vid)]
+
+    def derived(self, key: str, compute: Callable[["DeviceFacts"], T]) -> T:
+        """`compute(self)`, computed once per facts and kept under `key`: something later
+        stages derive from the facts more than once per check (`summary.copies`: the
+        transfer summary is built for the check and again after the fix trial)."""
+        if key not in self._derived:
+            self._derived[key] = compute(self)
+        return self._derived[key]
 
     def is_useful(self, node: Node) -> bool:
         """Whether the node matters: it has an effect, or something that matters reads what

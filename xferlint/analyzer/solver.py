@@ -5,47 +5,149 @@ graphs FX produces and gives the join at control-flow merges for free: a `cond` 
 written by a MOVE in each branch, a loop-carried value by the MOVE at the loop's back edge.
 A node is revisited only when one of its operands rises, and a value rises at most twice
 (UNREACHED -> device -> CONFLICT), so the whole solve is linear in program size.
+
+The worklist starts with every node in program order. Until a value rises after a node
+has read it, nothing is ever queued again, so that first pass needs no reader index: it
+is built only when some node must be revisited (a loop, a value written after its read),
+and the solve then goes on exactly as the worklist would, in the same order.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from typing import Iterable, Mapping, Optional, Sequence
 
 from xferlint.analyzer.lattice import UNREACHED, LatticeValue, join
-from xferlint.analyzer.transfer import transfer
-from xferlint.analyzer.view import MethodView
+from xferlint.analyzer.transfer import TRANSFER
+from xferlint.analyzer.view import MethodView, Node
+
+Readers = Mapping[str, Sequence[Node]]  # value -> the nodes that read it, in program order
 
 
-def solve(method: MethodView) -> dict[str, LatticeValue]:
-    """Return the least fixed point: the device of every value of `method`."""
+def solve(method: MethodView, readers: Optional[Readers] = None) -> dict[str, LatticeValue]:
+    """Return the least fixed point: the device of every value of `method`. `readers`, when
+    the caller has them (DeviceFacts does), spare building them if nodes must be revisited."""
     state: dict[str, LatticeValue] = {}
-    readers: dict[str, list[int]] = {}
-    for node in method.nodes:
-        for vid in node.inputs:
-            readers.setdefault(vid, []).append(node.index)
+    device_of = _device_of(state)
+    get = state.get
+    values = method.values
+    nodes = method.nodes
+    table = TRANSFER
+    read: set[str] = set()  # values some node of the first pass has read
+    for i, node in enumerate(nodes):
+        if node.inputs:
+            read.update(node.inputs)
+        result = table[node.kind](node, device_of, values)
+        if result is UNREACHED:
+            continue
+        outputs = node.outputs
+        for k, vid in enumerate(outputs):
+            old = get(vid, UNREACHED)  # the state never holds UNREACHED: absent is that
+            if old is UNREACHED:
+                new = result
+            else:
+                new = join(old, result)
+                if new is old or new == old:
+                    continue
+            state[vid] = new
+            if vid in read:  # a node already done read it: from here on, the worklist
+                _revisit(nodes, values, state, i, vid, outputs[k + 1:], result,
+                         readers if readers is not None else _readers(nodes))
+                return state
+    return state
+
+
+def _device_of(state: dict[str, LatticeValue]):
+    get = state.get
 
     def device_of(vid: str) -> LatticeValue:
-        return state.get(vid, UNREACHED)
+        return get(vid, UNREACHED)
 
-    nodes = method.nodes
-    values = method.values
-    queued = [True] * len(nodes)
-    worklist = deque(range(len(nodes)))
-    while worklist:
-        i = worklist.popleft()
-        queued[i] = False
-        node = nodes[i]
-        result = transfer(node, device_of, values)
+    return device_of
+
+
+def _rise(state: dict[str, LatticeValue], vid: str, result: LatticeValue) -> bool:
+    """Join `result` into `vid`; True if its value changed (or it got one)."""
+    old = state.get(vid, UNREACHED)
+    new = join(old, result)
+    if (new is old or new == old) and vid in state:
+        return False
+    state[vid] = new
+    return True
+
+
+def _readers(nodes: tuple[Node, ...]) -> dict[str, list[Node]]:
+    readers: dict[str, list[Node]] = {}
+    for node in nodes:
+        for vid in node.inputs:
+            readers.setdefault(vid, []).append(node)
+    return readers
+
+
+def _revisit(nodes: tuple[Node, ...], values, state: dict[str, LatticeValue], i: int, risen: str,
+             rest: Iterable[str], result: LatticeValue, readers: Readers) -> None:
+    """Go on as the worklist would after node `i` of the first pass raised `risen`.
+
+    The worklist then holds the rest of the first pass in order and, behind it, the
+    nodes queued again. The first part runs as a plain loop (a node there counts as
+    queued until the loop reaches it), the second as the FIFO (`again`).
+    """
+    again: deque[int] = deque()
+    waiting = [False] * len(nodes)  # in `again`
+    push = again.append
+
+    def queue_done_readers(vid: str) -> None:  # those the pass has run, up to node i
+        for reader in readers.get(vid, ()):
+            j = reader.index
+            if j <= i and not waiting[j]:
+                waiting[j] = True
+                push(j)
+
+    queue_done_readers(risen)
+    for vid in rest:
+        if _rise(state, vid, result):
+            queue_done_readers(vid)
+    device_of = _device_of(state)
+    get = state.get
+    table = TRANSFER
+    for pos in range(i + 1, len(nodes)):
+        node = nodes[pos]
+        result = table[node.kind](node, device_of, values)
         if result is UNREACHED:
             continue
         for vid in node.outputs:
-            old = state.get(vid, UNREACHED)
-            new = join(old, result)
-            if new == old and vid in state:
-                continue
+            old = get(vid, UNREACHED)
+            if old is UNREACHED:
+                new = result
+            else:
+                new = join(old, result)
+                if new is old or new == old:
+                    continue
             state[vid] = new
-            for j in readers.get(vid, ()):
-                if not queued[j]:
-                    queued[j] = True
-                    worklist.append(j)
-    return state
+            for reader in readers.get(vid, ()):
+                j = reader.index
+                if j <= pos and not waiting[j]:  # a later node is still to come in this pass
+                    waiting[j] = True
+                    push(j)
+    pop = again.popleft
+    while again:
+        pos = pop()
+        waiting[pos] = False
+        node = nodes[pos]
+        result = table[node.kind](node, device_of, values)
+        if result is UNREACHED:
+            continue
+        for vid in node.outputs:
+            old = get(vid, UNREACHED)
+            if old is UNREACHED:
+                new = result
+            else:
+                new = join(old, result)
+                if new is old or new == old:
+                    continue
+            state[vid] = new
+            for reader in readers.get(vid, ()):
+                j = reader.index
+                if not waiting[j]:
+                    waiting[j] = True
+                    push(j)

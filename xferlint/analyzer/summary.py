@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
 from xferlint.analyzer.facts import DeviceFacts
-from xferlint.analyzer.lattice import CPU, Device
+from xferlint.analyzer.lattice import CPU, UNREACHED, Device
 from xferlint.analyzer.view import MethodView, Node, OpKind
 from xferlint.serialize import BOUNDARY, described
 
@@ -42,33 +42,52 @@ def _device_name(value) -> str:
     return str(value) if isinstance(value, Device) else "unknown"
 
 
+_COPY_KINDS = frozenset({OpKind.H2D, OpKind.D2H, OpKind.TO_DEVICE})
+
+
 def copy_of(node: Node, facts: DeviceFacts) -> Optional[Copy]:
     """The transfer `node` performs, or None when it moves nothing between devices."""
-    if node.kind not in (OpKind.H2D, OpKind.D2H, OpKind.TO_DEVICE) or not node.inputs:
+    kind = node.kind
+    if kind not in _COPY_KINDS or not node.inputs:
         return None
-    source = facts.device(node.inputs[0])
-    if node.kind == OpKind.D2H:
-        target: Optional[Device] = CPU
-    else:
-        target = node.device
+    operand = node.inputs[0]
+    source = facts.devices.get(operand, UNREACHED) if operand is not None else UNREACHED
+    target: Optional[Device] = CPU if kind == OpKind.D2H else node.device
     if target is None:
         return None
-    if node.kind == OpKind.TO_DEVICE:
+    if kind == OpKind.TO_DEVICE:
         if not isinstance(source, Device) or source == target:
             return None
         direction = H2D if source.is_host else D2H if target.is_host else D2D
     else:
-        direction = H2D if node.kind == OpKind.H2D else D2H
-    nbytes = facts.nbytes(node.output)
+        direction = H2D if kind == OpKind.H2D else D2H
+    values = facts.method.values
+    nbytes = _nbytes(values, node.outputs[0] if node.outputs else None)
     if nbytes is None:
-        nbytes = facts.nbytes(node.inputs[0])
+        nbytes = _nbytes(values, operand)
     return Copy(node=node, direction=direction, source=_device_name(source), target=str(target), nbytes=nbytes)
 
 
+def _nbytes(values, vid: Optional[str]) -> Optional[int]:
+    """`DeviceFacts.nbytes`, without the call through the facts (once per copy node)."""
+    value = values.get(vid) if vid is not None else None
+    return value.tensor.nbytes if value is not None and value.tensor is not None else None
+
+
 def copies(facts: DeviceFacts) -> list[Copy]:
-    """Every transfer of a method, in program order."""
-    found = (copy_of(node, facts) for node in facts.method.nodes)
-    return [c for c in found if c is not None]
+    """Every transfer of a method, in program order (found once per facts: the summary
+    asks again after the fix trial)."""
+    return list(facts.derived("summary.copies", _find_copies))
+
+
+def _find_copies(facts: DeviceFacts) -> list[Copy]:
+    found = []
+    for node in facts.method.nodes:
+        if node.kind in _COPY_KINDS:  # the others move nothing: skip the call
+            copy = copy_of(node, facts)
+            if copy is not None:
+                found.append(copy)
+    return found
 
 
 # --------------------------------------------------------------------------- models
@@ -126,28 +145,47 @@ def _pairs(items: Iterable[tuple[str, str, int, int]]) -> list[PairTraffic]:
         entry = table.setdefault((source, target), [0, 0])
         entry[0] += count
         entry[1] += nbytes
+    return _pair_list(table)
+
+
+def _pair_list(table: dict[tuple[str, str], list[int]]) -> list[PairTraffic]:
     return [PairTraffic(source=s, target=t, copies=c, bytes=b) for (s, t), (c, b) in sorted(table.items())]
 
 
-def _distinct_bytes(found: list[Copy], names: Iterable[str]) -> int:
-    """Bytes per call of the named copies, each counted once (symbolic ones not at all)."""
-    by_name = {c.node.name: c for c in found}
+def _distinct_bytes(by_name: dict[str, Copy], names: Iterable[str]) -> int:
+    """Bytes per call of the named copies (`by_name`: copies by node name), each counted
+    once (symbolic ones not at all)."""
     return sum(by_name[n].nbytes or 0 for n in set(names) if n in by_name)
 
 
 def traffic_counts(found: list[Copy]) -> dict:
-    """The Traffic fields (but savings) of a list of copies."""
-    sized = [c for c in found if c.nbytes is not None]
-    return dict(
-        h2d_copies=sum(1 for c in found if c.direction == H2D),
-        h2d_bytes=sum(c.nbytes for c in sized if c.direction == H2D),
-        d2h_copies=sum(1 for c in found if c.direction == D2H),
-        d2h_bytes=sum(c.nbytes for c in sized if c.direction == D2H),
-        bytes=sum(c.nbytes for c in sized),
-        symbolic_copies=len(found) - len(sized),
-        in_control_flow=sum(1 for c in found if c.node.scope),
-        pairs=_pairs((c.source, c.target, 1, c.nbytes or 0) for c in found),
-    )
+    """The Traffic fields (but savings) of a list of copies, in one pass over them."""
+    h2d = h2d_bytes = d2h = d2h_bytes = total = symbolic = in_control_flow = 0
+    table: dict[tuple[str, str], list[int]] = {}
+    for c in found:
+        nbytes = c.nbytes
+        if nbytes is None:
+            symbolic += 1
+            nbytes = 0
+        else:
+            total += nbytes
+        if c.direction == H2D:
+            h2d += 1
+            h2d_bytes += nbytes
+        elif c.direction == D2H:
+            d2h += 1
+            d2h_bytes += nbytes
+        if c.node.scope:
+            in_control_flow += 1
+        key = (c.source, c.target)
+        entry = table.get(key)
+        if entry is None:
+            table[key] = [1, nbytes]
+        else:
+            entry[0] += 1
+            entry[1] += nbytes
+    return dict(h2d_copies=h2d, h2d_bytes=h2d_bytes, d2h_copies=d2h, d2h_bytes=d2h_bytes, bytes=total,
+                symbolic_copies=symbolic, in_control_flow=in_control_flow, pairs=_pair_list(table))
 
 
 def method_transfers(input: str, program: str, method: MethodView, facts: DeviceFacts,
@@ -155,8 +193,9 @@ def method_transfers(input: str, program: str, method: MethodView, facts: Device
     """The traffic of one method; `findings` are that method's findings (for the savings)."""
     found = copies(facts)
     mine = [f for f in findings if f.method == method.name and f.program == program and f.input == input]
-    flagged = _distinct_bytes(found, (n for f in mine for n in f.copies))
-    savings = _distinct_bytes(found, (n for f in mine if f.fixable for n in f.removes))
+    by_name = {c.node.name: c for c in found}
+    flagged = _distinct_bytes(by_name, (n for f in mine for n in f.copies))
+    savings = _distinct_bytes(by_name, (n for f in mine if f.fixable for n in f.removes))
     return MethodTransfers(input=input, program=program, method=method.name, flagged_bytes=flagged,
                            fixable_savings=savings, **traffic_counts(found))
 

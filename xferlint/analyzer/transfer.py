@@ -21,8 +21,10 @@ from xferlint.analyzer.view import Node, OpKind, Value
 DeviceOf = Callable[[str], LatticeValue]
 
 
-def _declared(node: Node, values: Mapping[str, Value]) -> LatticeValue:
-    value = values.get(node.output) if node.output else None
+def _declared(node: Node, device_of: DeviceOf, values: Mapping[str, Value]) -> LatticeValue:
+    """Where the program declares the result (inputs, constants, planned buffers), else the host."""
+    output = node.outputs[0] if node.outputs else None
+    value = values.get(output) if output else None
     if value is not None and value.declared_device is not None:
         return value.declared_device
     return CPU
@@ -48,7 +50,7 @@ def _compute(node: Node, device_of: DeviceOf, values: Mapping[str, Value]) -> La
     if counted == 0:
         # No tensor operands (a factory such as full/arange, or only host scalars): the op
         # runs where its result is declared, else on the host.
-        return _declared(node, values)
+        return _declared(node, device_of, values)
     return result
 
 
@@ -57,9 +59,9 @@ def _fixed(node: Node, device_of: DeviceOf, values: Mapping[str, Value]) -> Latt
 
 
 _TRANSFER: dict[OpKind, Callable[[Node, DeviceOf, Mapping[str, Value]], LatticeValue]] = {
-    OpKind.INPUT: lambda n, d, v: _declared(n, v),
-    OpKind.CONSTANT: lambda n, d, v: _declared(n, v),
-    OpKind.ALLOC: lambda n, d, v: _declared(n, v),
+    OpKind.INPUT: _declared,
+    OpKind.CONSTANT: _declared,
+    OpKind.ALLOC: _declared,
     OpKind.H2D: _fixed,
     OpKind.TO_DEVICE: _fixed,
     OpKind.DELEGATE: _fixed,
@@ -71,6 +73,10 @@ _TRANSFER: dict[OpKind, Callable[[Node, DeviceOf, Mapping[str, Value]], LatticeV
     OpKind.CONTROL: lambda n, d, v: UNREACHED,  # its results are written by MOVE nodes
     OpKind.UNKNOWN: lambda n, d, v: CONFLICT,  # conservative: no single device is claimed
 }
+
+
+# The dispatch table itself, for a caller that applies it to every node of a method.
+TRANSFER: Mapping[OpKind, Callable[[Node, DeviceOf, Mapping[str, Value]], LatticeValue]] = _TRANSFER
 
 
 def transfer(node: Node, device_of: DeviceOf, values: Mapping[str, Value]) -> LatticeValue:
