@@ -15,7 +15,7 @@ and the solve then goes on exactly as the worklist would, in the same order.
 from __future__ import annotations
 
 from collections import deque
-from typing import Iterable, Mapping, Optional, Sequence
+from typing import Iterable, Iterator, Mapping, Optional, Sequence
 
 from xferlint.analyzer.lattice import UNREACHED, LatticeValue, join
 from xferlint.analyzer.transfer import TRANSFER
@@ -110,7 +110,20 @@ def _revisit(nodes: tuple[Node, ...], values, state: dict[str, LatticeValue], i:
     device_of = _device_of(state)
     get = state.get
     table = TRANSFER
-    for pos in range(i + 1, len(nodes)):
+    count = len(nodes)
+
+    def order() -> Iterator[tuple[int, int]]:
+        """(node, the last node still queued in the plain part): the rest of the pass,
+        then the FIFO, where every node may be queued again."""
+        for pos in range(i + 1, count):
+            yield pos, pos
+        pop = again.popleft
+        while again:
+            pos = pop()
+            waiting[pos] = False
+            yield pos, count
+
+    for pos, done in order():
         node = nodes[pos]
         result = table[node.kind](node, device_of, values)
         if result is UNREACHED:
@@ -126,28 +139,6 @@ def _revisit(nodes: tuple[Node, ...], values, state: dict[str, LatticeValue], i:
             state[vid] = new
             for reader in readers.get(vid, ()):
                 j = reader.index
-                if j <= pos and not waiting[j]:  # a later node is still to come in this pass
-                    waiting[j] = True
-                    push(j)
-    pop = again.popleft
-    while again:
-        pos = pop()
-        waiting[pos] = False
-        node = nodes[pos]
-        result = table[node.kind](node, device_of, values)
-        if result is UNREACHED:
-            continue
-        for vid in node.outputs:
-            old = get(vid, UNREACHED)
-            if old is UNREACHED:
-                new = result
-            else:
-                new = join(old, result)
-                if new is old or new == old:
-                    continue
-            state[vid] = new
-            for reader in readers.get(vid, ()):
-                j = reader.index
-                if not waiting[j]:
+                if j <= done and not waiting[j]:  # a later node of the plain part is still to come
                     waiting[j] = True
                     push(j)

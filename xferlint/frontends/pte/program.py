@@ -621,16 +621,21 @@ class _FastTables:
 
     # -- values ----------------------------------------------------------------------
     def values(self, plan_pos: int, n: int) -> tuple[EValueInfo, ...]:
+        return tuple(self._each(self._elements(plan_pos, _PLAN_VALUES, n), self._value, self.evalue))
+
+    def _each(self, positions: list[int], fast: Any, careful: Any) -> list:
+        """`fast(pos, i)` for each element; where it raises, the budget is restored and
+        `careful(pos, i)`, the field-by-field reader, reads (and reports) it as it always did."""
         d = self.d
         out = []
-        for i, pos in enumerate(self._elements(plan_pos, _PLAN_VALUES, n)):
+        for i, pos in enumerate(positions):
             budget = d.budget
             try:
-                out.append(self._value(pos, i))
-            except Exception:  # noqa: BLE001 - corrupt: the field-by-field reader reports it as it always did
+                out.append(fast(pos, i))
+            except Exception:  # noqa: BLE001 - corrupt or unusual: the careful reader decides
                 d.budget = budget
-                out.append(self.evalue(pos, i))
-        return tuple(out)
+                out.append(careful(pos, i))
+        return out
 
     def _value(self, pos: int, i: int) -> EValueInfo:
         """`evalue` with compiled tables (see `layouts`); tensors, ints and bools interned, so
@@ -810,16 +815,7 @@ class _FastTables:
 
     # -- instructions ------------------------------------------------------------------
     def instructions(self, chain_pos: int, n: int) -> list[Instr]:
-        d = self.d
-        out = []
-        for k, pos in enumerate(self._elements(chain_pos, _CHAIN_INSTRUCTIONS, n)):
-            budget = d.budget
-            try:
-                out.append(self._instruction(pos, k))
-            except Exception:  # noqa: BLE001 - corrupt: the field-by-field reader reports it as it always did
-                d.budget = budget
-                out.append(self.instruction(pos, k))
-        return out
+        return self._each(self._elements(chain_pos, _CHAIN_INSTRUCTIONS, n), self._instruction, self.instruction)
 
     def _instruction(self, pos: int, k: int) -> Instr:
         """`instruction` with compiled tables; anything unusual raises (see `values`)."""
