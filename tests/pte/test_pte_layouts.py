@@ -26,6 +26,19 @@ def test_stored_fields_in_spec_order_absent_ones_default():
     assert list(fields.compiled) == [0]
 
 
+def test_files_with_the_same_vtable_share_its_reader_and_others_do_not():
+    """A reader is compiled once per process for vtables of the same bytes (the files of a
+    directory come from one serializer); a vtable that differs gets its own."""
+    one = _table((8, 4), struct.pack("<I", 1234) + bytes([7, 0, 0, 0]))
+    moved = b"\0" * 12 + _table((8, 4), struct.pack("<I", 99) + bytes([3, 0, 0, 0]))  # same vtable, elsewhere
+    other = _table((4, 8), bytes([5, 0, 0, 0]) + struct.pack("<I", 42))  # another field order
+    first, second, third = Fields(one, SPEC), Fields(moved, SPEC), Fields(other, SPEC)
+    assert first.at(8) == ((7, 1234, -1), (8, 4, 0))
+    assert second.at(20) == ((3, 99, -1), (8, 4, 0))
+    assert third.at(8) == ((5, 42, -1), (4, 8, 0))
+    assert first.compiled[0] is second.compiled[12] and third.compiled[0] is not first.compiled[0]
+
+
 def test_a_single_field_is_a_one_tuple():
     buf = _table((4,), struct.pack("<q", -5))
     assert Fields(buf, ((4, "q", 0),)).at(6) == ((-5,), (4,))

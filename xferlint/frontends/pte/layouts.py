@@ -21,6 +21,10 @@ _SOFFSET = struct.Struct("<i")
 _U16 = struct.Struct("<H")
 
 
+_SHARED: dict[tuple, tuple] = {}  # (spec, vtable bytes) -> compiled reader, for every file
+_SHARED_MAX = 4096
+
+
 class Irregular(Exception):
     """A vtable whose fields overlap: no single struct reads it (corrupt input)."""
 
@@ -41,9 +45,26 @@ class Fields:
         vt = pos - _SOFFSET.unpack_from(buf, pos)[0]
         reader = self.compiled.get(vt)
         if reader is None:
-            reader = self.compiled[vt] = self._compile(vt)
+            reader = self.compiled[vt] = self._shared(vt)
         fields, getter, defaults, offsets = reader
         return getter(fields.unpack_from(buf, pos) + defaults), offsets
+
+    def _shared(self, vt: int) -> tuple:
+        """The reader of the vtable at `vt`, compiled once per process for vtables of the
+        same bytes: the programs of a directory are built by the same serializer, so a
+        thousand files share a handful (a whole, even-length vtable inside the buffer; any
+        other is compiled on its own, reading exactly what it read before)."""
+        buf = self.buf
+        vlen = _U16.unpack_from(buf, vt)[0]
+        if vt < 0 or vlen % 2 or vt + vlen > len(buf):
+            return self._compile(vt)
+        key = (self.spec, bytes(buf[vt:vt + vlen]))
+        reader = _SHARED.get(key)
+        if reader is None:
+            reader = self._compile(vt)
+            if len(_SHARED) < _SHARED_MAX:
+                _SHARED[key] = reader
+        return reader
 
     def _compile(self, vt: int) -> tuple:
         buf = self.buf
