@@ -25,9 +25,10 @@ print(json.dumps({"modules": sorted(sys.modules), "counts": counts, "kinds": kin
 
 # Never on the .pte path: torch and ExecuTorch proper (only its generated flatbuffer reader
 # is loaded, under stand-in parents), the graph frontend, pydantic, the SARIF and timeline
-# code, the test helpers.
+# code, the test helpers, the worker pool (entry points only), logging (torch's loggers).
 FORBIDDEN = ("torch", "torchao", "pydantic", "sarif_om", "numpy", "xferlint.testing",
-             "xferlint.frontends.executorch", "xferlint.reporters.sarif", "xferlint.analyzer.timeline")
+             "xferlint.frontends.executorch", "xferlint.reporters.sarif", "xferlint.analyzer.timeline",
+             "xferlint.workers.pool", "logging")
 GENERATED = "executorch.exir._serialize.generated"
 
 

@@ -34,10 +34,10 @@ from xferlint.pipeline import CheckRun, check_entry, collector_paused, comment_f
 from xferlint.progress import Progress
 from xferlint.rules.base import Rule
 from xferlint.suppression import Record
-from xferlint.workers.pool import Done, Failed, Task, run_tasks, write_stderr
 
 if TYPE_CHECKING:  # only the html and model-explorer formats draw timelines
     from xferlint.analyzer.timeline import MethodTimeline
+    from xferlint.workers.pool import Done, Failed
 
 PRELOAD = ("torch", "executorch.exir", "xferlint.frontends.executorch")
 
@@ -110,7 +110,9 @@ def check_paths(paths: Iterable[str], rules: Sequence[Rule], *, strict: bool = F
                 parts[i] = _part(timelines, template)
                 check_entry(parts[i], slot, rules, strict, source_map)
         done = len(slots) - len(remote)  # and the inputs that did not expand
-        if remote:
+        if remote:  # only entry points need workers: a .pte-only run never imports the pool
+            from xferlint.workers.pool import Task, run_tasks, write_stderr
+
             preload(("xferlint.fixes.program",) if fix is not None else ())
             tasks = [Task(slots[i].label, _check_task(slots[i], rules, strict, timelines, fix, template))
                      for i in remote]
@@ -152,6 +154,8 @@ def _absorb(run: CheckRun, part: CheckRun) -> None:
 
 
 def _merged_part(entry: EntryPoint, outcome: Union[Done, Failed], timelines: bool, template: Record) -> CheckRun:
+    from xferlint.workers.pool import Failed
+
     part = _part(timelines, template)
     if isinstance(outcome, Failed):
         part.errors.append(InputErrorEntry(input=entry.label, message=outcome.message, kind="input"))
@@ -257,6 +261,8 @@ def fix_input(spec: str, rules: Sequence[Rule], *, unsafe_fixes: bool = False, s
             return _Refused(f"{label}: loading it raised KeyboardInterrupt")
         except Exception as exc:  # noqa: BLE001 - the line cli.main prints for an internal error
             return _Refused(f"internal error: {type(exc).__name__}: {exc} (please report it)")
+
+    from xferlint.workers.pool import Failed, Task, run_tasks
 
     (outcome,) = run_tasks([Task(label, run)], 1, timeout, timeout_message=timed_out)
     if isinstance(outcome, Failed):
