@@ -64,3 +64,20 @@ def test_equal_values_are_one_object(pte_bytes, name):
     for plan in pp.read_program(pte_bytes(name)).plans:
         values = [ev for ev in plan.values if ev.kind in (pp.NULL, pp.INT, pp.BOOL, pp.TENSOR)]
         assert len({id(ev) for ev in values}) == len(set(values))
+
+
+@pytest.mark.parametrize("name", ["addsin-noelide", "cond-nested", "mixed-noelide"])
+def test_view_nodes_and_values_are_what_their_constructors_make(pte_bytes, name):
+    """The view builds Nodes and Values without the dataclass __init__ (view._Frozen): each
+    must hold exactly its fields, in order, and equal the object the constructor makes."""
+    from dataclasses import fields
+
+    from xferlint.frontends.pte.view import load_pte_bytes
+
+    view = load_pte_bytes(pte_bytes(name)).view
+    for method in view.methods:
+        for obj in list(method.nodes) + list(method.values.values()):
+            names = [f.name for f in fields(obj)]
+            assert list(vars(obj)) == names, type(obj).__name__
+            rebuilt = type(obj)(**{n: getattr(obj, n) for n in names})
+            assert rebuilt == obj and hash(rebuilt) == hash(obj)
