@@ -29,7 +29,6 @@ def solve(method: MethodView, readers: Optional[Readers] = None) -> dict[str, La
     the caller has them (DeviceFacts does), spare building them if nodes must be revisited."""
     state: dict[str, LatticeValue] = {}
     device_of = _device_of(state)
-    get = state.get
     values = method.values
     nodes = method.nodes
     table = TRANSFER
@@ -42,14 +41,8 @@ def solve(method: MethodView, readers: Optional[Readers] = None) -> dict[str, La
             continue
         outputs = node.outputs
         for k, vid in enumerate(outputs):
-            old = get(vid, UNREACHED)  # the state never holds UNREACHED: absent is that
-            if old is UNREACHED:
-                new = result
-            else:
-                new = join(old, result)
-                if new is old or new == old:
-                    continue
-            state[vid] = new
+            if not _rise(state, vid, result):
+                continue
             if vid in read:  # a node already done read it: from here on, the worklist
                 _revisit(nodes, values, state, i, vid, outputs[k + 1:], result,
                          readers if readers is not None else _readers(nodes))
@@ -67,10 +60,14 @@ def _device_of(state: dict[str, LatticeValue]):
 
 
 def _rise(state: dict[str, LatticeValue], vid: str, result: LatticeValue) -> bool:
-    """Join `result` into `vid`; True if its value changed (or it got one)."""
+    """Join `result` into `vid`; True if its value changed (or it got one). The state never
+    holds UNREACHED: absent is that."""
     old = state.get(vid, UNREACHED)
+    if old is UNREACHED:
+        state[vid] = result
+        return True
     new = join(old, result)
-    if (new is old or new == old) and vid in state:
+    if new is old or new == old:
         return False
     state[vid] = new
     return True
@@ -108,7 +105,6 @@ def _revisit(nodes: tuple[Node, ...], values, state: dict[str, LatticeValue], i:
         if _rise(state, vid, result):
             queue_done_readers(vid)
     device_of = _device_of(state)
-    get = state.get
     table = TRANSFER
     count = len(nodes)
 
@@ -129,14 +125,8 @@ def _revisit(nodes: tuple[Node, ...], values, state: dict[str, LatticeValue], i:
         if result is UNREACHED:
             continue
         for vid in node.outputs:
-            old = get(vid, UNREACHED)
-            if old is UNREACHED:
-                new = result
-            else:
-                new = join(old, result)
-                if new is old or new == old:
-                    continue
-            state[vid] = new
+            if not _rise(state, vid, result):
+                continue
             for reader in readers.get(vid, ()):
                 j = reader.index
                 if j <= done and not waiting[j]:  # a later node of the plain part is still to come

@@ -58,7 +58,8 @@ def _fixed(node: Node, device_of: DeviceOf, values: Mapping[str, Value]) -> Latt
     return node.device if node.device is not None else CPU
 
 
-_TRANSFER: dict[OpKind, Callable[[Node, DeviceOf, Mapping[str, Value]], LatticeValue]] = {
+# The transfer function of each node kind (the solver looks it up once per node).
+TRANSFER: dict[OpKind, Callable[[Node, DeviceOf, Mapping[str, Value]], LatticeValue]] = {
     OpKind.INPUT: _declared,
     OpKind.CONSTANT: _declared,
     OpKind.ALLOC: _declared,
@@ -75,10 +76,6 @@ _TRANSFER: dict[OpKind, Callable[[Node, DeviceOf, Mapping[str, Value]], LatticeV
 }
 
 
-# The dispatch table itself, for a caller that applies it to every node of a method.
-TRANSFER: Mapping[OpKind, Callable[[Node, DeviceOf, Mapping[str, Value]], LatticeValue]] = _TRANSFER
-
-
 def transfer(node: Node, device_of: DeviceOf, values: Mapping[str, Value]) -> LatticeValue:
     """The lattice value every output of `node` gets."""
-    return _TRANSFER[node.kind](node, device_of, values)
+    return TRANSFER[node.kind](node, device_of, values)
