@@ -473,20 +473,14 @@ def _straight_line_reads(method: "MethodView", cfg: ControlFlowGraph, work_limit
     if len(nodes) + 2 > work_limit:  # what `_sparse_reads` charges here: root, block, nodes
         raise _TooMuchWork
     current: dict[str, int] = {}
-    get = current.get
-    names: list[Optional[tuple[int, ...]]] = []
-    append = names.append
-    entries = repeat(ENTRY)
-    for i, node in enumerate(nodes):
-        append(tuple(map(get, node.inputs, entries)))  # reads see the writes before the node's own
-        for vid in node.outputs:
-            current[vid] = i
+    names: list[Optional[tuple[int, ...]]] = [None] * len(nodes)
+    _rename_block(nodes, 0, len(nodes) - 1, names, current, None)
     reads = Reads(names, [], nodes)
     at_exit: dict[str, frozenset[int]] = {}
     if cfg.exits:
         for vid in method.outputs:
             if vid is not None:
-                at_exit[vid] = reads.resolve(get(vid, ENTRY))
+                at_exit[vid] = reads.resolve(current.get(vid, ENTRY))
     return reads, at_exit
 
 
@@ -592,18 +586,12 @@ def _rename_block(nodes, first: int, last: int, names: list, current: dict[str, 
     take over), noting in `undo` (when kept) what each write replaced."""
     get = current.get
     entries = repeat(ENTRY)
-    if undo is None:
-        for i in range(first, last + 1):
-            node = nodes[i]
-            names[i] = tuple(map(get, node.inputs, entries))
-            for vid in node.outputs:
-                current[vid] = i
-        return
     for i in range(first, last + 1):
         node = nodes[i]
         names[i] = tuple(map(get, node.inputs, entries))
         for vid in node.outputs:
-            undo.append((vid, get(vid, ENTRY)))
+            if undo is not None:
+                undo.append((vid, get(vid, ENTRY)))
             current[vid] = i
 
 
