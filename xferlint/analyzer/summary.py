@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
 from xferlint.analyzer.facts import DeviceFacts
-from xferlint.analyzer.lattice import CPU, UNREACHED, Device
-from xferlint.analyzer.view import MethodView, Node, OpKind
+from xferlint.analyzer.lattice import CPU, Device
+from xferlint.analyzer.view import COPY_KINDS, MethodView, Node, OpKind
 from xferlint.serialize import BOUNDARY, described
 
 H2D, D2H, D2D = "h2d", "d2h", "d2d"
@@ -42,16 +42,13 @@ def _device_name(value) -> str:
     return str(value) if isinstance(value, Device) else "unknown"
 
 
-_COPY_KINDS = frozenset({OpKind.H2D, OpKind.D2H, OpKind.TO_DEVICE})
-
-
 def copy_of(node: Node, facts: DeviceFacts) -> Optional[Copy]:
     """The transfer `node` performs, or None when it moves nothing between devices."""
     kind = node.kind
-    if kind not in _COPY_KINDS or not node.inputs:
+    if kind not in COPY_KINDS or not node.inputs:
         return None
     operand = node.inputs[0]
-    source = facts.devices.get(operand, UNREACHED) if operand is not None else UNREACHED
+    source = facts.device(operand)
     target: Optional[Device] = CPU if kind == OpKind.D2H else node.device
     if target is None:
         return None
@@ -61,17 +58,10 @@ def copy_of(node: Node, facts: DeviceFacts) -> Optional[Copy]:
         direction = H2D if source.is_host else D2H if target.is_host else D2D
     else:
         direction = H2D if kind == OpKind.H2D else D2H
-    values = facts.method.values
-    nbytes = _nbytes(values, node.outputs[0] if node.outputs else None)
+    nbytes = facts.nbytes(node.output)
     if nbytes is None:
-        nbytes = _nbytes(values, operand)
+        nbytes = facts.nbytes(operand)
     return Copy(node=node, direction=direction, source=_device_name(source), target=str(target), nbytes=nbytes)
-
-
-def _nbytes(values, vid: Optional[str]) -> Optional[int]:
-    """`DeviceFacts.nbytes`, without the call through the facts (once per copy node)."""
-    value = values.get(vid) if vid is not None else None
-    return value.tensor.nbytes if value is not None and value.tensor is not None else None
 
 
 def copies(facts: DeviceFacts) -> list[Copy]:
@@ -81,13 +71,8 @@ def copies(facts: DeviceFacts) -> list[Copy]:
 
 
 def _find_copies(facts: DeviceFacts) -> list[Copy]:
-    found = []
-    for node in facts.method.nodes:
-        if node.kind in _COPY_KINDS:  # the others move nothing: skip the call
-            copy = copy_of(node, facts)
-            if copy is not None:
-                found.append(copy)
-    return found
+    found = (copy_of(node, facts) for node in facts.method.nodes)
+    return [c for c in found if c is not None]
 
 
 # --------------------------------------------------------------------------- models
@@ -145,10 +130,6 @@ def _pairs(items: Iterable[tuple[str, str, int, int]]) -> list[PairTraffic]:
         entry = table.setdefault((source, target), [0, 0])
         entry[0] += count
         entry[1] += nbytes
-    return _pair_list(table)
-
-
-def _pair_list(table: dict[tuple[str, str], list[int]]) -> list[PairTraffic]:
     return [PairTraffic(source=s, target=t, copies=c, bytes=b) for (s, t), (c, b) in sorted(table.items())]
 
 
@@ -161,7 +142,6 @@ def _distinct_bytes(by_name: dict[str, Copy], names: Iterable[str]) -> int:
 def traffic_counts(found: list[Copy]) -> dict:
     """The Traffic fields (but savings) of a list of copies, in one pass over them."""
     h2d = h2d_bytes = d2h = d2h_bytes = total = symbolic = in_control_flow = 0
-    table: dict[tuple[str, str], list[int]] = {}
     for c in found:
         nbytes = c.nbytes
         if nbytes is None:
@@ -177,15 +157,9 @@ def traffic_counts(found: list[Copy]) -> dict:
             d2h_bytes += nbytes
         if c.node.scope:
             in_control_flow += 1
-        key = (c.source, c.target)
-        entry = table.get(key)
-        if entry is None:
-            table[key] = [1, nbytes]
-        else:
-            entry[0] += 1
-            entry[1] += nbytes
     return dict(h2d_copies=h2d, h2d_bytes=h2d_bytes, d2h_copies=d2h, d2h_bytes=d2h_bytes, bytes=total,
-                symbolic_copies=symbolic, in_control_flow=in_control_flow, pairs=_pair_list(table))
+                symbolic_copies=symbolic, in_control_flow=in_control_flow,
+                pairs=_pairs((c.source, c.target, 1, c.nbytes or 0) for c in found))
 
 
 def method_transfers(input: str, program: str, method: MethodView, facts: DeviceFacts,

@@ -39,6 +39,10 @@ class OpKind(str, enum.Enum):
     UNKNOWN = "unknown"  # not modelled: gets the conservative value
 
 
+# The kinds that copy between devices (a device-to-device `.to()` too).
+COPY_KINDS = frozenset({OpKind.H2D, OpKind.D2H, OpKind.TO_DEVICE})
+
+
 @dataclass(frozen=True)
 class SourceLocation:
     """Where a value comes from in the model source (from the FX `stack_trace`)."""

@@ -25,11 +25,10 @@ from dataclasses import dataclass, field
 from typing import Iterable, NamedTuple, Optional, Sequence
 
 from xferlint.analyzer.facts import DeviceFacts
-from xferlint.analyzer.view import MethodView, Node, OpKind
+from xferlint.analyzer.view import COPY_KINDS, MethodView, Node
 from xferlint.findings import Applicability, Finding
 
 OUTPUT = "<output>"  # Rewire.reader for the method's outputs
-COPY_KINDS = frozenset({OpKind.H2D, OpKind.D2H, OpKind.TO_DEVICE})  # a device-to-device `.to()` too
 
 
 def finding_key(finding: Finding) -> tuple[str, str, tuple[str, ...]]:

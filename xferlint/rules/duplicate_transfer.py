@@ -42,9 +42,6 @@ def copy_target(node: Node) -> Optional[Device]:
     return None
 
 
-_COPY_KINDS = frozenset({OpKind.H2D, OpKind.TO_DEVICE, OpKind.D2H})  # the nodes copy_target places
-
-
 def duplicate_copies(facts: DeviceFacts) -> Iterator[DuplicateCopy]:
     """Every copy that repeats an earlier one: same kind, same source value, same target
     device, and the earlier copy has always run, on the same bytes, when the later one
@@ -59,7 +56,7 @@ def duplicate_copies(facts: DeviceFacts) -> Iterator[DuplicateCopy]:
     earlier: dict[tuple, _Earlier] = {}
     last_write: dict[str, int] = {}  # value -> the latest node that wrote it (CFG views only)
     for node in facts.method.nodes:
-        target = copy_target(node) if node.kind in _COPY_KINDS else None
+        target = copy_target(node)
         if target is not None and len(node.inputs) == 1 and len(node.outputs) == 1:
             # the device by its parts: a Device hashes in Python, and each copy is looked up
             key = (node.kind, node.scope, node.inputs[0], target.type, target.index)
