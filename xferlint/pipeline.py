@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence
 
 from xferlint.analyzer.facts import DeviceFacts
-from xferlint.collector import collector_paused
 from xferlint.analyzer.summary import MethodTransfers, method_transfers
 from xferlint.analyzer.view import ProgramView
+from xferlint.collector import collector_paused
 from xferlint.errors import InputError, UnmodelledOpError, XferlintError
 from xferlint.findings import Finding, InputErrorEntry
 from xferlint.frontends import LoadedProgram

@@ -18,7 +18,7 @@ from functools import lru_cache
 from typing import Any, Callable, ClassVar, Iterable, Optional, Sequence
 
 from xferlint.analyzer.facts import DeviceFacts
-from xferlint.analyzer.lattice import UNREACHED, Device
+from xferlint.analyzer.lattice import Device
 from xferlint.analyzer.view import MethodView, Node, OpKind, ProgramView, SourceLocation
 from xferlint.findings import Applicability, Finding, Location, Severity, Step
 
@@ -59,7 +59,7 @@ class RuleContext:
     def device_str(self, node: Node) -> Optional[str]:
         if node.kind is OpKind.DELEGATE:
             return self._device_text(node.device) if node.device else "cpu"
-        device = self.facts.devices.get(node.outputs[0], UNREACHED) if node.outputs else UNREACHED
+        device = self.facts.device(node.output)
         return self._device_text(device) if isinstance(device, Device) else None
 
     def _device_text(self, device: Device) -> str:
@@ -69,7 +69,7 @@ class RuleContext:
         texts = self._device_texts
         text = texts.get(id(device))
         if text is None:
-            text = texts[id(device)] = _device_text(device)
+            text = texts[id(device)] = str(device)
             self._devices_seen.append(device)  # keeps the id taken
         return text
 
@@ -201,7 +201,7 @@ class RuleContext:
 
     def copy_bytes(self, node: Node) -> Optional[int]:
         """Bytes one copy node moves per call: its result's, else its operand's; None when symbolic."""
-        nbytes = self.facts.nbytes(node.outputs[0] if node.outputs else None)
+        nbytes = self.facts.nbytes(node.output)
         return nbytes if nbytes is not None or not node.inputs else self.facts.nbytes(node.inputs[0])
 
     def copies_bytes(self, nodes: Iterable[Node]) -> Optional[int]:
@@ -288,11 +288,6 @@ def _round_half_even(numerator: int, denominator: int) -> int:
     quotient, remainder = divmod(numerator, denominator)
     twice = 2 * remainder
     return quotient + (twice > denominator or (twice == denominator and quotient % 2 == 1))
-
-
-@lru_cache(maxsize=256)
-def _device_text(device: Device) -> str:
-    return str(device)
 
 
 def format_bytes(nbytes: Optional[int]) -> str:

@@ -477,7 +477,6 @@ _AGREED: set[str] = set()  # the kinds ("plan", "chain", "values", "delegates", 
 _COMPARISONS = [0]  # how many comparisons this process ran (tests read it)
 
 
-_SIZES = tuple(struct.Struct(f"<{n}i") for n in range(MAX_RANK + 1))
 _NULL_VALUE = EValueInfo(NULL)
 _new_instr = partial(tuple.__new__, Instr)  # Instr from all its fields, without the generated __new__
 
@@ -667,7 +666,7 @@ class _FastTables:
             if n > MAX_RANK or n * 4 > d.budget or start + 4 + n * 4 > len(buf):
                 raise Irregular("sizes")  # `tensor` says what is wrong
             d.budget -= n * 4 or 1  # what `count` charges
-            sizes = _SIZES[n].unpack_from(buf, start + 4)
+            sizes = self._ints_struct(n).unpack_from(buf, start + 4)
         alloc = None
         if alloc_at is not None:
             alloc, _ = self._alloc.at(pos + offsets[3] + alloc_at)
@@ -914,6 +913,7 @@ class _FastTables:
         _AGREED.update(kind for kind, compared in (("values", n), ("delegates", m), ("instructions", instructions))
                        if compared)
         return True
+
 
 def _check_instruction(plan: Plan, ins: Instr, label: str, n: int, where: str, value: Any) -> None:
     """Raise what is wrong with one instruction's indices (`_validate_plan`)."""

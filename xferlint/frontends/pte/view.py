@@ -219,7 +219,7 @@ class _MethodBuilder:
         self.instr_of_node: dict[int, tuple[int, int]] = {}
         self.buffer_devices = self._buffer_devices()
         self.input_set = frozenset(plan.inputs)
-        self.ids = [f"v{i}" for i in range(len(plan.values))]  # value_id(i), made once
+        self.ids = [value_id(i) for i in range(len(plan.values))]  # made once
         self._fields: dict[tuple, dict] = {}
         self.constants: list[int] = []  # constant tensors but inputs: a CONSTANT node each
         self.state: list[int] = []  # constants and named mutable buffers
