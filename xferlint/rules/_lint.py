@@ -12,7 +12,7 @@ trial, which comes after every input is checked).
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Optional, Sequence
 
 from xferlint.analyzer.facts import DeviceFacts
 from xferlint.analyzer.view import MethodView, ProgramView
@@ -47,9 +47,12 @@ def remember(program: ProgramView, method: MethodView, rules: Sequence[Rule], ct
     _methods(program, rules)[id(method)] = (method, ctx, list(findings))
 
 
-def lint_method(program: ProgramView, method: MethodView, rules: Sequence[Rule]) -> tuple[RuleContext, list[Finding]]:
-    """The rule context of `method` and every rule's findings on it (suppressed ones too)."""
-    kept = _methods(program, rules)
+def lint_method(program: ProgramView, method: MethodView, rules: Sequence[Rule],
+                kept: Optional[dict[int, tuple]] = None) -> tuple[RuleContext, list[Finding]]:
+    """The rule context of `method` and every rule's findings on it (suppressed ones too).
+    `kept`: where to remember it (id(method) -> entry) instead of the process-wide cache."""
+    if kept is None:
+        kept = _methods(program, rules)
     hit = kept.get(id(method))
     if hit is not None and hit[0] is method:
         return hit[1], list(hit[2])

@@ -22,7 +22,6 @@ from bisect import bisect_left
 from collections import defaultdict
 from typing import Any, Iterable, Optional, Sequence
 
-from xferlint.analyzer.facts import DeviceFacts
 from xferlint.analyzer.view import MethodView, ProgramView
 from xferlint.errors import FixError
 from xferlint.findings import Finding, Severity
@@ -189,13 +188,7 @@ class _Linter:
         if view is self.origin:
             ctx, findings = lint_method(view, method, self.rules)
             return ctx, [f for f in findings if f.code in self.codes]
-        hit = self.kept.get(id(method))
-        if hit is not None and hit[0] is method:
-            return hit[1], list(hit[2])
-        ctx = RuleContext(program=view, method=method, facts=DeviceFacts.compute(method))
-        findings = [f for rule in self.subset for f in rule.check(ctx)]
-        self.kept[id(method)] = (method, ctx, findings)
-        return ctx, list(findings)
+        return lint_method(view, method, self.subset, kept=self.kept)
 
     def findings(self, view: ProgramView, method: MethodView) -> list[Finding]:
         return self(view, method)[1]
