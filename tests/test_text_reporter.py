@@ -80,3 +80,12 @@ def test_byte_counts_beyond_a_float_stay_exact_and_print():
     data = json.loads(emit(report, "json", ReportOptions()))
     assert data["findings"][0]["bytes"] == huge
     emit(report, "sarif", ReportOptions())
+
+
+def test_the_concise_footer_says_where_the_remedy_is_and_full_does_not_repeat_it():
+    report = build_report([_finding("model.py")], [], 1, 1)
+    concise = emit(report, ReportOptions()).splitlines()
+    assert "What to do: `xferlint rule XF006` (any code), or --output-format full." in concise
+    full = emit(report, ReportOptions(full=True))
+    assert "What to do:" not in full and "help: `xferlint rule XF006`" in full
+    assert "What to do:" not in emit(build_report([], [], 1, 1), ReportOptions())  # nothing found, no hint

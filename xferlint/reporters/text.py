@@ -109,6 +109,8 @@ def _summary(report, options: ReportOptions) -> list[str]:
         if s.fixable:
             lines.append(f"[*] {s.fixable} fixable with `{options.fix_hint}`.")
     lines.extend(_transfers(s.transfers, options))
+    if s.findings and not options.full:  # a concise line says where and what it costs; the remedy is in the help
+        lines.append(f"What to do: `xferlint rule {next(iter(s.by_code))}` (any code), or --output-format full.")
     if s.errors:
         lines.append(f"{s.errors} input{'s' if s.errors != 1 else ''} could not be linted (errors on stderr).")
     return lines
