@@ -15,10 +15,12 @@ not overlap vectors), and anything the generated accessors raise on garbage beco
 
 import struct
 from functools import partial
+from operator import add, itemgetter
 from typing import Any, NamedTuple, Optional
 
 from xferlint.frontends.bounded import MAX_TEXT, safe_text
 from xferlint.frontends.pte.container import Container, PteFormatError, parse_container
+from xferlint.frontends.pte.footprints import FIXED, VAR, Footprint, Template
 from xferlint.frontends.pte.layouts import Fields, Irregular
 from xferlint.frontends.pte.schema import generated
 
@@ -473,6 +475,13 @@ _JF_COND, _JF_DEST = 4, 6
 _FREE_VALUE = 4
 _SCALAR_SLOT = 4  # Int.int_val, Bool.bool_val, Double.double_val, *List.items, String.string_val
 _AGREE_SAMPLE = 16
+# Vectors of at least this many elements are read through footprint templates (see
+# `_FastTables._templated`); a shorter one costs less element by element than its templates.
+_TEMPLATED_MIN = 64
+_MAX_TEMPLATES = 8  # layouts tried per vector
+_MAX_BUILDS = 31  # templates made per vector; and how many more misses than hits end the trying
+_ID_BITS, _CONTEXT = 5, 6  # a template id (1.._MAX_BUILDS) in the context of the last 6 matched
+_CONTEXT_MASK = (1 << _ID_BITS * _CONTEXT) - 1
 _AGREED: set[str] = set()  # the kinds ("plan", "chain", "values", "delegates", "instructions") compared
 _COMPARISONS = [0]  # how many comparisons this process ran (tests read it)
 
@@ -550,7 +559,7 @@ class _FastTables:
         o = self._slot(vt, vlen, slot)
         start = self._indirect(table_pos + o) + 4
         offsets = struct.unpack_from(f"<{n}I", self.buf, start)
-        return [start + 4 * i + off for i, off in enumerate(offsets)]
+        return list(map(add, range(start, start + 4 * n, 4), offsets))
 
     def _int_field(self, table_pos: int, vt: int, vlen: int, slot: int, what: str, fmt: str = "i",
                    size: int = 4) -> tuple[int, ...]:
@@ -620,7 +629,10 @@ class _FastTables:
 
     # -- values ----------------------------------------------------------------------
     def values(self, plan_pos: int, n: int) -> tuple[EValueInfo, ...]:
-        return tuple(self._each(self._elements(plan_pos, _PLAN_VALUES, n), self._value, self.evalue))
+        positions = self._elements(plan_pos, _PLAN_VALUES, n)
+        if n >= _TEMPLATED_MIN:
+            return tuple(self._templated(positions, self._value, self.evalue, self._value_template))
+        return tuple(self._each(positions, self._value, self.evalue))
 
     def _each(self, positions: list[int], fast: Any, careful: Any) -> list:
         """`fast(pos, i)` for each element; where it raises, the budget is restored and
@@ -635,6 +647,196 @@ class _FastTables:
                 d.budget = budget
                 out.append(careful(pos, i))
         return out
+
+    def _templated(self, positions: list[int], fast: Any, careful: Any, build: Any) -> list:
+        """`_each`, with the elements laid out like an earlier one read through its template
+        (`footprints`): one unpack and one check each. `build(pos)` makes the template of an
+        element `fast` just read (None: it has none). Serializers write elements in
+        repeating patterns, so the template tried first is the one that followed the same
+        last _CONTEXT templates before (`context`: their ids, _ID_BITS bits each), then the
+        others, most recently matched first. An element no template matches is read by
+        `_each`'s two readers; a vector whose elements mostly miss is read element by
+        element from then on."""
+        d = self.d
+        out: list = []
+        append = out.append
+        templates: list[Template] = []
+        followed: dict[int, Template] = {}  # context -> the template that matched next
+        context = hits = misses = builds = 0
+        for i, pos in enumerate(positions):
+            guess = t = followed.get(context)
+            var = t.match(pos) if t is not None else None
+            if var is None:
+                for j, t in enumerate(templates):
+                    if t is not guess:
+                        var = t.match(pos)
+                        if var is not None:
+                            if j:
+                                templates.insert(0, templates.pop(j))
+                            followed[context] = t
+                            break
+            if var is not None and t.need <= d.budget:
+                d.budget -= t.charge
+                append(t.finish(var))
+                context = ((context << _ID_BITS) | t.id) & _CONTEXT_MASK
+                hits += 1
+                continue
+            context = (context << _ID_BITS) & _CONTEXT_MASK  # id 0: read element by element
+            budget = d.budget
+            try:
+                append(fast(pos, i))
+            except Exception:  # noqa: BLE001 - as in `_each`
+                d.budget = budget
+                append(careful(pos, i))
+                continue
+            misses += 1
+            if misses > hits + _MAX_BUILDS:
+                templates, builds = [], _MAX_BUILDS  # irregular: element by element from here
+                followed.clear()
+            elif builds < _MAX_BUILDS:
+                builds += 1
+                try:
+                    t = build(pos)
+                except Exception:  # noqa: BLE001 - no template: the next such element misses again
+                    t = None
+                if t is not None:
+                    t.id = builds
+                    del templates[_MAX_TEMPLATES - 1:]  # the least recently matched makes room
+                    templates.insert(0, t)
+        return out
+
+    # -- templates: what `_value` / `_instruction` read, as footprints ------------------
+    def _traced(self, fp: Footprint, fields: Fields, pos: int, roles: tuple[int, ...],
+                names: tuple[str, ...]) -> tuple[tuple, tuple[int, ...]]:
+        """`fields.at(pos)`, its reads recorded in `fp`."""
+        values, offsets = fields.at(pos)
+        fp.table(pos, pos - _I32.unpack_from(self.buf, pos)[0], fields, values, offsets, roles, names)
+        return values, offsets
+
+    def _vector_traced(self, fp: Footprint, start: int, code: str, name: str) -> int:
+        """The length and items of the vector at `start` (what `_tensor` / `_instruction` read)."""
+        n = _U32.unpack_from(self.buf, start)[0]
+        size = struct.calcsize("<" + code)
+        if n > MAX_RANK or start + 4 + n * size > len(self.buf):
+            raise Irregular(name)
+        fp.read(start, "I", FIXED, n, name)
+        for j, item in enumerate(struct.unpack_from(f"<{n}{code}", self.buf, start + 4)):
+            fp.read(start + 4 + size * j, code, VAR, item, f"{name}{j}")
+        return n
+
+    def _value_template(self, pos: int) -> Optional[Template]:
+        """The template of a tensor, int or bool value laid out like the one at `pos`."""
+        fp = Footprint(pos)
+        (kind, val), offsets = self._traced(fp, self._ev, pos, (FIXED, FIXED), ("kind", "val"))
+        if val is None:
+            return None
+        val += pos + offsets[1]
+        if kind == TENSOR:
+            return self._tensor_template(fp, val)
+        if kind != INT and kind != BOOL:
+            return None
+        self._traced(fp, self._int if kind == INT else self._bool, val, (VAR,), ("x",))
+        t = fp.compile(self.buf, ["x"])
+        if t is not None:
+            memo: dict[tuple, EValueInfo] = {}
+            scalars = self._scalars
+
+            def intern(var: tuple) -> EValueInfo:
+                x = t.fields(var)["x"]
+                key = (kind, x)
+                ev = scalars.get(key)
+                if ev is None:
+                    ev = scalars[key] = EValueInfo(kind, scalar=x if kind == INT else bool(x))
+                memo[var] = ev
+                return ev
+
+            t.finish = lambda var: memo.get(var) or intern(var)
+        return t
+
+    def _tensor_template(self, fp: Footprint, pos: int) -> Optional[Template]:
+        (_, sizes_at, _, alloc_at, _, extra_at), offsets = self._traced(
+            fp, self._tensor_fields, pos, (VAR, FIXED, VAR, FIXED, VAR, FIXED),
+            ("scalar", "sizes", "data", "alloc", "dynamism", "extra"))
+        n = 0
+        if sizes_at is not None:
+            n = self._vector_traced(fp, pos + offsets[1] + sizes_at, "i", "n")
+        if alloc_at is not None:
+            self._traced(fp, self._alloc, pos + offsets[3] + alloc_at, (VAR, VAR, VAR), ("a_id", "a_low", "a_high"))
+        if extra_at is not None:
+            (fqn_at, _, _, _), _ = self._traced(fp, self._extra, pos + offsets[5] + extra_at, (FIXED, VAR, VAR, VAR),
+                                                ("fqn", "location", "device", "index"))
+            if fqn_at is not None:
+                return None  # a name: read (and charged) element by element
+        t = fp.compile(self.buf, ["scalar", "data", "dynamism", *(f"n{j}" for j in range(n)), "a_id", "a_low", "a_high",
+                        "location", "device", "index"])
+        if t is None:
+            return None
+        if sizes_at is not None:
+            t.need, t.charge = n * 4, n * 4 or 1  # what `_tensor` checks and charges
+        memo: dict[tuple, EValueInfo] = {}
+        tensors = self._tensors
+
+        def intern(var: tuple) -> EValueInfo:
+            f = t.fields(var)
+            alloc = (f["a_id"], f["a_low"], f["a_high"]) if alloc_at is not None else None
+            extra = (f["device"], f["index"], f["location"] == 1, None) if extra_at is not None else None
+            key = (f["scalar"], tuple(f[f"n{j}"] for j in range(n)), f["data"], f["dynamism"], alloc, extra)
+            ev = tensors.get(key)
+            if ev is None:
+                ev = tensors[key] = EValueInfo(TENSOR, tensor=_tensor_info(key))
+            memo[var] = ev
+            return ev
+
+        t.finish = lambda var: memo.get(var) or intern(var)
+        return t
+
+    def _instruction_template(self, pos: int) -> Optional[Template]:
+        """The template of an instruction laid out like the one at `pos`."""
+        fp = Footprint(pos)
+        (kind, call), offsets = self._traced(fp, self._instr, pos, (FIXED, FIXED), ("kind", "call"))
+        if call is None:
+            return None
+        call += pos + offsets[1]
+        if kind == KERNEL or kind == DELEGATE:
+            (_, args_at), coffsets = self._traced(fp, self._call, call, (VAR, FIXED), ("index", "args"))
+            m = 0
+            if args_at is not None:
+                m = self._vector_traced(fp, call + coffsets[1] + args_at, "i", "m")
+            t = fp.compile(self.buf, ["index", *(f"m{j}" for j in range(m))])
+            if t is None:
+                return None
+            if args_at is not None:
+                t.need, t.charge = m * 4, m * 4 or 1  # what `_instruction` checks and charges
+            if "index" in t.var_names:
+                t.finish = lambda var: _new_instr((kind, var[0], var[1:], 0, 0, 0, 0, 0))
+            else:
+                index = t.named["index"]
+                t.finish = lambda var: _new_instr((kind, index, var, 0, 0, 0, 0, 0))
+            return t
+        if kind == MOVE or kind == JUMP_FALSE:
+            self._traced(fp, self._pair, call, (VAR, VAR), ("a", "b"))
+            places = (3, 4) if kind == MOVE else (5, 6)
+        elif kind == FREE:
+            self._traced(fp, self._single, call, (VAR,), ("a",))
+            places = (7,)
+        else:
+            return None
+        t = fp.compile(self.buf, ["a", "b"])
+        if t is None:
+            return None
+        # the Instr's fields from (the stored ones) + (the defaults and constants)
+        names = ("a", "b")[:len(places)]
+        stored = list(t.var_names)
+        absent = [name for name in names if name not in stored]
+        constants = tuple(t.named[name] for name in absent) + (kind, 0, ())
+        at = {name: k for k, name in enumerate(stored + absent)}
+        base = len(stored) + len(absent)
+        order = [base, base + 1, base + 2] + [base + 1] * 5
+        for place, name in zip(places, names):
+            order[place] = at[name]
+        get = itemgetter(*order)
+        t.finish = lambda var: _new_instr(get(var + constants))
+        return t
 
     def _value(self, pos: int, i: int) -> EValueInfo:
         """`evalue` with compiled tables (see `layouts`); tensors, ints and bools interned, so
@@ -814,7 +1016,10 @@ class _FastTables:
 
     # -- instructions ------------------------------------------------------------------
     def instructions(self, chain_pos: int, n: int) -> list[Instr]:
-        return self._each(self._elements(chain_pos, _CHAIN_INSTRUCTIONS, n), self._instruction, self.instruction)
+        positions = self._elements(chain_pos, _CHAIN_INSTRUCTIONS, n)
+        if n >= _TEMPLATED_MIN:
+            return self._templated(positions, self._instruction, self.instruction, self._instruction_template)
+        return self._each(positions, self._instruction, self.instruction)
 
     def _instruction(self, pos: int, k: int) -> Instr:
         """`instruction` with compiled tables; anything unusual raises (see `values`)."""
