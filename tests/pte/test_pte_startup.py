@@ -68,14 +68,14 @@ def test_a_pte_check_imports_neither_torch_nor_executorch(project):
 
 def test_the_decoder_self_check_runs_once_per_process(project):
     """The fast reader is compared with ExecuTorch's generated accessors once per kind
-    (plan fields, chain inputs/outputs, values, delegates, instructions) in a process: linting more files, or the same file
+    (plan fields, chain inputs/outputs, values, delegates, instructions, segments) in a process: linting more files, or the same file
     again, compares nothing more."""
     files = ["models/addsin-noelide.pte", "models/mixed-noelide.pte", "models/cond-nested.pte",
              "models/addsin-noelide.pte"]
     result = _run(project, *files)
-    assert result["kinds"] == ["chain", "delegates", "instructions", "plan", "values"]
+    assert result["kinds"] == ["chain", "delegates", "instructions", "plan", "segments", "values"]
     first, *rest = result["counts"]
-    assert 5 <= first <= 6  # plan, chain, values, delegates, the instructions of up to two chains
+    assert 6 <= first <= 7  # plan, chain, values, delegates, segments, the instructions of up to two chains
     assert rest == [first] * len(rest)
     # the reports are those of a process that checks each file on its own
     together = [(project / f"out-{i}.json").read_text() for i in range(len(files))]

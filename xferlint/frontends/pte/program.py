@@ -204,13 +204,17 @@ class _Decoder:
                                      f"'{plan.name}'; method names must be unique")
             seen[plan.name] = i
         self.where = "segments"
-        segments = []
-        for i in range(self.count(root.SegmentsLength(), 4, "segments")):
-            seg = root.Segments(i)
-            segments.append((seg.Offset(), seg.Size()))
-        program = PteProgram(version=version, plans=tuple(plans), segments=tuple(segments), container=self.container)
+        n_segments = self.count(root.SegmentsLength(), 4, "segments")
+        segments = self.fast.segments(root, n_segments) if self.fast is not None and n_segments else None
+        if segments is None:
+            segments = tuple(self.segment(root, i) for i in range(n_segments))
+        program = PteProgram(version=version, plans=tuple(plans), segments=segments, container=self.container)
         self.check_segments(program, root)
         return program
+
+    def segment(self, root: Any, i: int) -> tuple[int, int]:
+        seg = root.Segments(i)
+        return seg.Offset(), seg.Size()
 
     def check_segments(self, program: PteProgram, root: Any) -> None:
         base = self.container.segment_base_offset
@@ -462,6 +466,7 @@ _CHAIN_INPUTS, _CHAIN_OUTPUTS = 4, 6
 _OP_NAME, _OP_OVERLOAD = 4, 6  # Operator
 _NB_INDEX, _NB_TYPE, _NB_DEVICE = 4, 6, 8  # NonConstBufferDevice
 _D_ID, _D_PROCESSED, _D_SPECS = 4, 6, 8  # BackendDelegate
+_PROGRAM_SEGMENTS, _SEG_OFFSET, _SEG_SIZE = 12, 4, 6  # Program.segments, DataSegment
 _REF_LOCATION, _REF_INDEX = 4, 6  # BackendDelegateDataReference
 _SPEC_KEY, _SPEC_VALUE = 4, 6  # CompileSpec
 _EV_TYPE, _EV_VAL = 4, 6
@@ -482,7 +487,7 @@ _MAX_TEMPLATES = 8  # layouts tried per vector
 _MAX_BUILDS = 31  # templates made per vector; and how many more misses than hits end the trying
 _ID_BITS, _CONTEXT = 5, 6  # a template id (1.._MAX_BUILDS) in the context of the last 6 matched
 _CONTEXT_MASK = (1 << _ID_BITS * _CONTEXT) - 1
-_AGREED: set[str] = set()  # the kinds ("plan", "chain", "values", "delegates", "instructions") compared
+_AGREED: set[str] = set()  # the kinds ("plan", "chain", "values", "delegates", "instructions", "segments") compared
 _COMPARISONS = [0]  # how many comparisons this process ran (tests read it)
 
 
@@ -525,6 +530,10 @@ class _FastTables:
         self._call = Fields(buf, ((_CALL_INDEX, "i", 0), (_CALL_ARGS, "I", None)))
         self._pair = Fields(buf, ((_MOVE_FROM, "i", 0), (_MOVE_TO, "i", 0)))  # MoveCall, JumpFalseCall
         self._single = Fields(buf, ((_FREE_VALUE, "i", 0),))
+        self._segment = Fields(buf, ((_SEG_OFFSET, "Q", 0), (_SEG_SIZE, "Q", 0)))
+        self._delegate = Fields(buf, ((_D_ID, "I", None), (_D_PROCESSED, "I", None), (_D_SPECS, "I", None)))
+        self._reference = Fields(buf, ((_REF_LOCATION, "b", 0), (_REF_INDEX, "I", 0)))
+        self._spec = Fields(buf, ((_SPEC_KEY, "I", None), (_SPEC_VALUE, "I", None)))
         self._tensors: dict[tuple, EValueInfo] = {}  # raw tensor fields -> the one EValueInfo
         self._scalars: dict[tuple[int, int], EValueInfo] = {}
         self._int_structs: dict[int, struct.Struct] = {}
@@ -981,7 +990,55 @@ class _FastTables:
         start, n = self._vector(at, 1, what)
         return self.d.text(self.buf[start : start + n])
 
+    def segments(self, root: Any, n: int) -> Optional[tuple[tuple[int, int], ...]]:
+        """The program's (offset, size) segments with compiled tables, compared once per
+        process like `plan_fields`; None where a table is unusual (the caller reads them
+        with the generated accessors, which report what is wrong)."""
+        try:
+            fields = self._segment.at
+            segments = tuple(fields(pos)[0] for pos in self._elements(root._tab.Pos, _PROGRAM_SEGMENTS, n))
+        except Exception:  # noqa: BLE001 - corrupt: the generated accessors say how
+            return None
+        checked = self._checked("segments", (segments,),
+                                lambda: ((tuple(self.d.segment(root, i) for i in range(min(n, _AGREE_SAMPLE))),), (n,)))
+        return checked[0] if checked is not None else None
+
     def delegates(self, plan_pos: int, n: int) -> tuple[Delegate, ...]:
+        """`_delegates` with compiled tables; where that raises, the budget is restored and
+        `_delegates` reads (and reports) them table by table."""
+        budget = self.d.budget
+        try:
+            return self._compiled_delegates(plan_pos, n)
+        except Exception:  # noqa: BLE001 - corrupt or unusual: the careful reader decides
+            self.d.budget = budget
+            return self._delegates(plan_pos, n)
+
+    def _compiled_delegates(self, plan_pos: int, n: int) -> tuple[Delegate, ...]:
+        """`_delegates`: the same strings and vectors read (and charged) in the same order."""
+        out = []
+        delegate, reference, spec_fields = self._delegate.at, self._reference.at, self._spec.at
+        for pos in self._elements(plan_pos, _PLAN_DELEGATES, n):
+            (id_at, ref_at, specs_at), offsets = delegate(pos)
+            ident = self._string(pos + offsets[0], "delegate id") if id_at is not None else ""
+            location, index = 0, -1
+            if ref_at is not None:
+                (location, index), _ = reference(pos + offsets[1] + ref_at)
+            specs = []
+            if specs_at is not None:
+                at = pos + offsets[2]
+                m = self.d.count(_U32.unpack_from(self.buf, self._indirect(at))[0], 4, "compile_specs")
+                for spec in self._elements(pos, _D_SPECS, m):
+                    (key_at, value_at), soffsets = spec_fields(spec)
+                    key = self._string(spec + soffsets[0], "compile spec key") if key_at is not None else ""
+                    raw = b""
+                    if value_at is not None:
+                        start, k = self._vector(spec + soffsets[1], 1, "compile spec value")
+                        raw = bytes(self.buf[start : start + k])
+                    specs.append((key, raw))
+            out.append(Delegate(id=ident, compile_specs=tuple(specs), location=location, data_index=index))
+        return tuple(out)
+
+    def _delegates(self, plan_pos: int, n: int) -> tuple[Delegate, ...]:
         buf = self.buf
         out = []
         for pos in self._elements(plan_pos, _PLAN_DELEGATES, n):
