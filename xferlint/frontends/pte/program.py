@@ -671,7 +671,8 @@ class _FastTables:
         append = out.append
         templates: list[Template] = []
         followed: dict[int, Template] = {}  # context -> the template that matched next
-        context = hits = misses = builds = 0
+        context = misses = builds = 0
+        budget = d.budget  # d.budget while the loop runs (written back before the readers run)
         for i, pos in enumerate(positions):
             guess = t = followed.get(context)
             var = t.match(pos) if t is not None else None
@@ -684,22 +685,23 @@ class _FastTables:
                                 templates.insert(0, templates.pop(j))
                             followed[context] = t
                             break
-            if var is not None and t.need <= d.budget:
-                d.budget -= t.charge
+            if var is not None and t.need <= budget:
+                budget -= t.charge
                 append(t.finish(var))
                 context = ((context << _ID_BITS) | t.id) & _CONTEXT_MASK
-                hits += 1
                 continue
             context = (context << _ID_BITS) & _CONTEXT_MASK  # id 0: read element by element
-            budget = d.budget
+            d.budget = budget
             try:
                 append(fast(pos, i))
             except Exception:  # noqa: BLE001 - as in `_each`
                 d.budget = budget
                 append(careful(pos, i))
+                budget = d.budget
                 continue
+            budget = d.budget
             misses += 1
-            if misses > hits + _MAX_BUILDS:
+            if 2 * misses > i + 1 + _MAX_BUILDS:  # more misses than hits, by _MAX_BUILDS
                 templates, builds = [], _MAX_BUILDS  # irregular: element by element from here
                 followed.clear()
             elif builds < _MAX_BUILDS:
@@ -712,6 +714,7 @@ class _FastTables:
                     t.id = builds
                     del templates[_MAX_TEMPLATES - 1:]  # the least recently matched makes room
                     templates.insert(0, t)
+        d.budget = budget
         return out
 
     # -- templates: what `_value` / `_instruction` read, as footprints ------------------
