@@ -18,6 +18,7 @@ from operator import itemgetter
 from typing import Any
 
 _SOFFSET = struct.Struct("<i")
+_soffset = _SOFFSET.unpack_from
 _U16 = struct.Struct("<H")
 
 
@@ -37,17 +38,17 @@ class Fields:
     def __init__(self, buf: bytes, spec: tuple[tuple[int, str, Any], ...]) -> None:
         self.buf = buf
         self.spec = spec
-        self.compiled: dict[int, tuple] = {}  # vtable position -> (struct, getter, defaults, offsets)
+        self.compiled: dict[int, tuple] = {}  # vtable position -> (unpack, getter, defaults, offsets)
 
     def at(self, pos: int) -> tuple[tuple, tuple[int, ...]]:
         """(the fields of the table at `pos` in spec order, their offsets in it, 0 if absent)."""
         buf = self.buf
-        vt = pos - _SOFFSET.unpack_from(buf, pos)[0]
+        vt = pos - _soffset(buf, pos)[0]
         reader = self.compiled.get(vt)
         if reader is None:
             reader = self.compiled[vt] = self._shared(vt)
-        fields, getter, defaults, offsets = reader
-        return getter(fields.unpack_from(buf, pos) + defaults), offsets
+        unpack, getter, defaults, offsets = reader
+        return getter(unpack(buf, pos) + defaults), offsets
 
     def _shared(self, vt: int) -> tuple:
         """The reader of the vtable at `vt`, compiled once per process for vtables of the
@@ -85,4 +86,4 @@ class Fields:
         order = [place[j] for j in range(len(self.spec))]
         getter = itemgetter(*order) if len(order) > 1 else itemgetter(slice(order[0], order[0] + 1))
         defaults = tuple(self.spec[j][2] for j in absent)
-        return struct.Struct(fmt), getter, defaults, offsets
+        return struct.Struct(fmt).unpack_from, getter, defaults, offsets
