@@ -98,18 +98,36 @@ def test_a_template_matches_only_the_same_layout():
     fp = Footprint(16)
     fp.read(16, "i", VTABLE, 16)
     fp.read(20, "I", VAR, 111, "x")
-    t = fp.compile(bytes(buf), ["x"])
+    t = fp.compile(bytes(buf), ["x"], "{*}", {})
     assert t.match(16) == (111,) and t.match(32) == (222,)
+    doubled = fp.compile(bytes(buf), ["x"], "twice({x}) + {y}", {"twice": lambda x: 2 * x})
+    assert doubled is None  # `y` is no field of this layout
+    fp.named["y"] = 5  # a field the layout does not store: its default
+    doubled = fp.compile(bytes(buf), ["x"], "twice({x}) + {y}", {"twice": lambda x: 2 * x})
+    assert doubled.match(32) == 449
     assert t.match(60) is None and t.match(-20) is None  # the span leaves the buffer
     struct.pack_into("<i", buf, 48, 48 - 6)  # another vtable position
-    t2 = fp.compile(bytes(buf), ["x"])
+    t2 = fp.compile(bytes(buf), ["x"], "{*}", {})
     assert t2.match(48) is None
     overlapping = Footprint(16)
     overlapping.read(16, "i", VTABLE, 16)
     overlapping.read(18, "I", FIXED, 0, "y")
-    assert overlapping.compile(bytes(buf), []) is None
+    assert overlapping.compile(bytes(buf), [], "{*}", {}) is None
 
 
 def test_matchers_are_compiled_once_per_shape():
-    assert _matcher([0], [1], [2]) is _matcher([0], [1], [2])
-    assert _matcher([0], [1], [2]) is not _matcher([0], [], [1, 2])
+    assert _matcher([0], [1], "(v[2],)", ()) is _matcher([0], [1], "(v[2],)", ())
+    assert _matcher([0], [1], "(v[2],)", ()) is not _matcher([0], [], "(v[1], v[2])", ())
+
+
+def test_vector_items_are_one_slice():
+    """`{name*}`: a vector's items, stored one after another, as one slice of the fields."""
+    buf = bytearray(64)
+    struct.pack_into("<HHH", buf, 0, 6, 8, 4)
+    struct.pack_into("<iIiii", buf, 16, 16, 3, 7, 8, 9)  # a table, then a vector of 3 ints
+    fp = Footprint(16)
+    fp.read(16, "i", VTABLE, 16)
+    fp.read(20, "I", FIXED, 3, "m")
+    for j in range(3):
+        fp.read(24 + 4 * j, "i", VAR, 7 + j, f"m{j}")
+    assert fp.compile(bytes(buf), ["m0", "m1", "m2"], "({m*}, {m})", {}).match(16) == ((7, 8, 9), 3)

@@ -23,6 +23,7 @@ inside the buffer (a struct reads nothing outside it, so the reader's bounds che
 from __future__ import annotations
 
 import struct
+import re
 from typing import Any, Callable, Optional
 
 VTABLE, FIXED, VAR = range(3)  # roles of a read: a soffset, a value branched on, a field
@@ -53,10 +54,14 @@ class Footprint:
             else:
                 self.named[name] = value  # the default: the same for every element of the template
 
-    def compile(self, buf: bytes, var_order: list[str]) -> Optional["Template"]:
+    def compile(self, buf: bytes, var_order: list[str], result: str, env: dict[str, Any]) -> Optional["Template"]:
         """The template of this layout in `buf`, or None where reads overlap (corrupt input:
         read element by element). Its `var_names` are those of `var_order` that are stored,
-        in that order; `named` holds every other field's value (defaults, fixed values)."""
+        in that order; `named` holds every other field's value (defaults, fixed values).
+        `match` returns `result`, an expression over `env`'s names and the fields:
+        `{name}` a field (its constant where the layout does not store it), `{name*}` the
+        tuple of the stored name0, name1, ... (a vector's items), `{*}` that of all stored
+        fields in `var_names` order."""
         reads = sorted(self.reads, key=lambda r: r[0])
         fmt, end = "<", reads[0][0]
         lo = end
@@ -69,26 +74,61 @@ class Footprint:
         var_names = tuple(name for name in var_order if name in index)
         if len(var_names) != len(index):
             return None
+        named = {k: v for k, v in self.named.items() if k not in index}
+        source = _expression(result, index, var_names, named)
+        if source is None:
+            return None
         # soffset - element position = table distance - vtable position, the same for every element
         vts = [(k, r[3] - self.base) for k, r in enumerate(reads) if r[2] == VTABLE]
         fixed = [(k, r[3]) for k, r in enumerate(reads) if r[2] == FIXED]
-        make = _matcher([k for k, _ in vts], [k for k, _ in fixed], [index[name] for name in var_names])
+        make = _matcher([k for k, _ in vts], [k for k, _ in fixed], source, tuple(env))
         match = make(buf, struct.Struct(fmt).unpack_from, len(buf) - end, -lo, lo,
-                     *(c for _, c in vts), *(c for _, c in fixed))
-        return Template(match, var_names, {k: v for k, v in self.named.items() if k not in index})
+                     *(c for _, c in vts), *(c for _, c in fixed), *env.values())
+        return Template(match, var_names, named)
+
+
+_PLACEHOLDER = re.compile(r"\{(\w*)(\*?)\}")
+
+
+def _expression(result: str, index: dict[str, int], var_names: tuple[str, ...], named: dict[str, Any]) -> Optional[str]:
+    """`result` with its placeholders (see `Footprint.compile`) as Python source over `v`,
+    the unpacked fields; None where a vector's items are not one run of fields."""
+    def tuple_of(ks: list[int]) -> str:
+        return "(" + "".join(f"v[{k}], " for k in ks) + ")"
+
+    def field(m: re.Match) -> str:
+        name, run = m.group(1), m.group(2)
+        if not name:
+            return tuple_of([index[n] for n in var_names])
+        if not run:
+            if name in index:
+                return f"v[{index[name]}]"
+            value = named[name]
+            if type(value) is not int:  # only ints reach the generated source
+                raise ValueError(name)
+            return repr(value)
+        ks = [index[f"{name}{j}"] for j in range(len(index)) if f"{name}{j}" in index]
+        if ks and ks != list(range(ks[0], ks[0] + len(ks))):
+            raise ValueError(name)
+        return f"v[{ks[0]}:{ks[-1] + 1}]" if ks else "()"
+
+    try:
+        return _PLACEHOLDER.sub(field, result)
+    except (KeyError, ValueError):
+        return None
 
 
 _MATCHERS: dict[str, Callable] = {}  # source -> factory: the files of a directory share layouts
 
 
-def _matcher(vts: list[int], fixed: list[int], var: list[int]) -> Callable:
-    """The factory of `match(pos)` for a layout whose unpacked fields at `vts` are soffsets,
-    at `fixed` values to compare, at `var` the fields to return (generated source, compiled
-    once per process for each shape; the constants are the factory's arguments)."""
+def _matcher(vts: list[int], fixed: list[int], result: str, env: tuple[str, ...]) -> Callable:
+    """The factory of `match(pos)` for a layout whose unpacked fields `v` at `vts` are
+    soffsets and at `fixed` values to compare, returning `result` (source over `v` and the
+    names `env`). Generated source, compiled once per process for each shape; the constants
+    are the factory's arguments."""
     checks = [f"v[{k}] - pos != K{j}" for j, k in enumerate(vts)] + [f"v[{k}] != C{j}" for j, k in enumerate(fixed)]
-    ret = ", ".join(f"v[{k}]" for k in var) + ("," if len(var) == 1 else "")
     params = ", ".join(["buf", "unpack", "last", "first", "lo"] + [f"K{j}" for j in range(len(vts))]
-                       + [f"C{j}" for j in range(len(fixed))])
+                       + [f"C{j}" for j in range(len(fixed))] + list(env))
     source = (
         f"def make({params}):\n"
         f"    def match(pos):\n"
@@ -97,13 +137,13 @@ def _matcher(vts: list[int], fixed: list[int], var: list[int]) -> Callable:
         f"        v = unpack(buf, pos + lo)\n"
         f"        if {' or '.join(checks) or 'False'}:\n"
         f"            return None\n"
-        f"        return ({ret})\n"
+        f"        return {result}\n"
         f"    return match\n"
     )
     make = _MATCHERS.get(source)
     if make is None:
         namespace: dict[str, Any] = {}
-        exec(compile(source, "<footprint>", "exec"), namespace)  # noqa: S102 - generated above, from ints
+        exec(compile(source, "<footprint>", "exec"), namespace)  # noqa: S102 - generated above, from ints and names
         make = namespace["make"]
         if len(_MATCHERS) < 1024:
             _MATCHERS[source] = make
@@ -111,16 +151,15 @@ def _matcher(vts: list[int], fixed: list[int], var: list[int]) -> Callable:
 
 
 class Template:
-    """One element layout (see the module docstring): `match(pos)` gives the variable fields
-    (`var_names`) of an element laid out like it, else None; `finish`, `need` and `charge`
-    are the caller's: what it makes of the fields, and the budget the element's vectors take."""
+    """One element layout (see the module docstring): `match(pos)` gives what the caller
+    makes of an element laid out like it (`result`), else None; `need` and `charge` are the
+    caller's: the budget the element's vectors take."""
 
-    __slots__ = ("match", "var_names", "named", "finish", "need", "charge", "id")
+    __slots__ = ("match", "var_names", "named", "need", "charge", "id")
 
     def __init__(self, match: Callable[[int], Optional[tuple]], var_names: tuple[str, ...],
                  named: dict[str, Any]) -> None:
         self.match, self.var_names, self.named = match, var_names, named
-        self.finish: Callable[[tuple], Any] = lambda var: var
         self.need = self.charge = 0
         self.id = 0  # the caller's name for it
 

@@ -687,7 +687,7 @@ class _FastTables:
                             break
             if var is not None and t.need <= budget:
                 budget -= t.charge
-                append(t.finish(var))
+                append(var)
                 context = ((context << _ID_BITS) | t.id) & _CONTEXT_MASK
                 continue
             context = (context << _ID_BITS) & _CONTEXT_MASK  # id 0: read element by element
@@ -748,22 +748,18 @@ class _FastTables:
         if kind != INT and kind != BOOL:
             return None
         self._traced(fp, self._int if kind == INT else self._bool, val, (VAR,), ("x",))
-        t = fp.compile(self.buf, ["x"])
-        if t is not None:
-            memo: dict[tuple, EValueInfo] = {}
-            scalars = self._scalars
+        memo: dict[int, EValueInfo] = {}
+        scalars = self._scalars
 
-            def intern(var: tuple) -> EValueInfo:
-                x = t.fields(var)["x"]
-                key = (kind, x)
-                ev = scalars.get(key)
-                if ev is None:
-                    ev = scalars[key] = EValueInfo(kind, scalar=x if kind == INT else bool(x))
-                memo[var] = ev
-                return ev
+        def intern(x: int) -> EValueInfo:
+            key = (kind, x)
+            ev = scalars.get(key)
+            if ev is None:
+                ev = scalars[key] = EValueInfo(kind, scalar=x if kind == INT else bool(x))
+            memo[x] = ev
+            return ev
 
-            t.finish = lambda var: memo.get(var) or intern(var)
-        return t
+        return fp.compile(self.buf, ["x"], "memo_get({x}) or intern({x})", {"memo_get": memo.get, "intern": intern})
 
     def _tensor_template(self, fp: Footprint, pos: int) -> Optional[Template]:
         (_, sizes_at, _, alloc_at, _, extra_at), offsets = self._traced(
@@ -779,14 +775,9 @@ class _FastTables:
                                                 ("fqn", "location", "device", "index"))
             if fqn_at is not None:
                 return None  # a name: read (and charged) element by element
-        t = fp.compile(self.buf, ["scalar", "data", "dynamism", *(f"n{j}" for j in range(n)), "a_id", "a_low", "a_high",
-                        "location", "device", "index"])
-        if t is None:
-            return None
-        if sizes_at is not None:
-            t.need, t.charge = n * 4, n * 4 or 1  # what `_tensor` checks and charges
         memo: dict[tuple, EValueInfo] = {}
         tensors = self._tensors
+        t: Optional[Template] = None
 
         def intern(var: tuple) -> EValueInfo:
             f = t.fields(var)
@@ -799,7 +790,11 @@ class _FastTables:
             memo[var] = ev
             return ev
 
-        t.finish = lambda var: memo.get(var) or intern(var)
+        t = fp.compile(self.buf, ["scalar", "data", "dynamism", *(f"n{j}" for j in range(n)), "a_id", "a_low",
+                                  "a_high", "location", "device", "index"],
+                       "memo_get({*}) or intern({*})", {"memo_get": memo.get, "intern": intern})
+        if t is not None and sizes_at is not None:
+            t.need, t.charge = n * 4, n * 4 or 1  # what `_tensor` checks and charges
         return t
 
     def _instruction_template(self, pos: int) -> Optional[Template]:
@@ -814,41 +809,20 @@ class _FastTables:
             m = 0
             if args_at is not None:
                 m = self._vector_traced(fp, call + coffsets[1] + args_at, "i", "m")
-            t = fp.compile(self.buf, ["index", *(f"m{j}" for j in range(m))])
-            if t is None:
-                return None
-            if args_at is not None:
+            t = fp.compile(self.buf, ["index", *(f"m{j}" for j in range(m))],
+                           "new((KIND, {index}, {m*}, 0, 0, 0, 0, 0))", {"new": _new_instr, "KIND": kind})
+            if t is not None and args_at is not None:
                 t.need, t.charge = m * 4, m * 4 or 1  # what `_instruction` checks and charges
-            if "index" in t.var_names:
-                t.finish = lambda var: _new_instr((kind, var[0], var[1:], 0, 0, 0, 0, 0))
-            else:
-                index = t.named["index"]
-                t.finish = lambda var: _new_instr((kind, index, var, 0, 0, 0, 0, 0))
             return t
         if kind == MOVE or kind == JUMP_FALSE:
             self._traced(fp, self._pair, call, (VAR, VAR), ("a", "b"))
-            places = (3, 4) if kind == MOVE else (5, 6)
+            result = "new((KIND, 0, (), {a}, {b}, 0, 0, 0))" if kind == MOVE else "new((KIND, 0, (), 0, 0, {a}, {b}, 0))"
         elif kind == FREE:
             self._traced(fp, self._single, call, (VAR,), ("a",))
-            places = (7,)
+            result = "new((KIND, 0, (), 0, 0, 0, 0, {a}))"
         else:
             return None
-        t = fp.compile(self.buf, ["a", "b"])
-        if t is None:
-            return None
-        # the Instr's fields from (the stored ones) + (the defaults and constants)
-        names = ("a", "b")[:len(places)]
-        stored = list(t.var_names)
-        absent = [name for name in names if name not in stored]
-        constants = tuple(t.named[name] for name in absent) + (kind, 0, ())
-        at = {name: k for k, name in enumerate(stored + absent)}
-        base = len(stored) + len(absent)
-        order = [base, base + 1, base + 2] + [base + 1] * 5
-        for place, name in zip(places, names):
-            order[place] = at[name]
-        get = itemgetter(*order)
-        t.finish = lambda var: _new_instr(get(var + constants))
-        return t
+        return fp.compile(self.buf, ["a", "b"], result, {"new": _new_instr, "KIND": kind})
 
     def _value(self, pos: int, i: int) -> EValueInfo:
         """`evalue` with compiled tables (see `layouts`); tensors, ints and bools interned, so
