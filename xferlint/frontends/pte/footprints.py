@@ -5,9 +5,10 @@ and the Tensor, sizes vector and allocation table it points at lie at the same d
 from each other, their tables share a handful of vtables. The `Footprint` of one element
 is every field the fast reader read for it (the soffset of each table, the fields each
 vtable stores, vector lengths and items), at its distance from the element's position.
-Compiled into a `Template`, a later element is read with one unpack of the same span;
-`Template.match` returns its variable fields only where the element is laid out exactly
-like the first:
+Compiled into a `Template`, a later element is read with one unpack of the same span and
+one generated comparison; `Template.match` returns what the caller makes of its fields (an
+expression compiled with the template) only where the element is laid out exactly like
+the first:
 
 - each table's soffset points at the same vtable (same absolute position: same bytes,
   same stored fields, so the same reads follow);
@@ -22,8 +23,8 @@ inside the buffer (a struct reads nothing outside it, so the reader's bounds che
 
 from __future__ import annotations
 
-import struct
 import re
+import struct
 from typing import Any, Callable, Optional
 
 VTABLE, FIXED, VAR = range(3)  # roles of a read: a soffset, a value branched on, a field
