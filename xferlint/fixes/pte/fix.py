@@ -216,6 +216,8 @@ def _decide(view: ProgramView, index: int, native: PteNative, linter: _Linter, u
         outcome.skipped.append(Skipped(plan.code, plan.name, plan.method, tuple(plan.finding),
                                        "the fix is unsafe: " + plan.summary, unsafe=True))
         exclude.add(plan.key)
+    if not planning.selected:  # nothing to decide: no closure, no memory plan to index
+        return None
     accepted: list[FixPlan] = []
     closure = DeadClosure(method, planning.facts)  # what the accepted plans remove, grown per plan
     memory = MemoryCheck(method)
