@@ -91,6 +91,7 @@ class MemoryCheck:
         self.rewired_to: dict[str, set[int]] = {}  # value -> nodes an accepted edit makes read it
         self._before: dict[str, set[tuple[int, str]]] = {}
         self._regions: dict[str, _Region] = {}  # kept for the accepted edits
+        self._first: dict[str, _Region] = {}  # original regions, asked while no edit is accepted
         self._members: dict[str, set[str]] = {}  # family member -> values whose region it is in
 
     # -- the method as the edits leave it ------------------------------------------------
@@ -240,7 +241,23 @@ class MemoryCheck:
             finally:
                 self.rewires, self.removed, self.outputs, self.rewired_to = saved
             before = self._before[value] = {(i, other) for i, other, _ in region.found}
+            if self._pristine():
+                self._first[value] = region
         return before
+
+    def _pristine(self) -> bool:
+        """No edit accepted yet: the original region of a value is its kept region."""
+        return not (self.rewires or self.removed or self.outputs)
+
+    def _kept(self, value: str) -> Optional[_Region]:
+        """The region of `value` under the accepted edits, when one is at hand: kept by a
+        commit, or (nothing accepted yet) the original one `_original` computed; a trial
+        then only grows a layer over it, as over any kept region, instead of computing the
+        region afresh a second time."""
+        kept = self._regions.get(value)
+        if kept is None and self._pristine():
+            kept = self._first.get(value)
+        return kept
 
     def _touches(self, family: set[str], delta: Delta) -> bool:
         """Whether `delta` changes the region of a value with this family other than by
@@ -261,7 +278,7 @@ class MemoryCheck:
             if not self._planned(value):
                 continue
             before = self._original(value)
-            cached = self._regions.get(value)
+            cached = self._kept(value)
             if cached is None or self._touches(cached.family, delta):
                 _, hit = self._region(value, delta, before)
             else:
@@ -309,6 +326,7 @@ class MemoryCheck:
         """Accept `delta`: the kept regions it changes otherwise than by new readers are
         dropped, the others grown by its new readers; `values` (the plan's extended values)
         get a kept region."""
+        self._first.clear()  # an accepted edit: original regions are no longer kept ones
         touched = self._touched(delta)
         if touched is None:
             for value in list(self._regions):
