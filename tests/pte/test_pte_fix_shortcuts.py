@@ -133,3 +133,19 @@ def test_patch_check_when_a_node_to_remove_is_no_instruction(index):
                 assert fast == slow
                 problems += slow is not None
     assert problems
+
+
+def test_planners_round_trip_lookup_equals_round_trip_at():
+    from xferlint.fixes.planners import _round_trip
+    from xferlint.rules._lint import lint_method
+    from xferlint.rules._patterns import round_trip_at
+
+    found = 0
+    for build in SYNTHETIC:
+        view = load_pte_bytes(build(), label="synthetic.pte").view
+        for method in view.methods:
+            ctx, _ = lint_method(view, method, select_rules())
+            trips = [round_trip_at(ctx.facts, node) for node in method.nodes]
+            assert [_round_trip(ctx, node) for node in method.nodes] == trips
+            found += sum(t is not None for t in trips)
+    assert found
