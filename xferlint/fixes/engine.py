@@ -56,9 +56,11 @@ def plan_method(
     unsafe_fixes: bool = False,
     exclude: Collection[tuple] = (),
     lint: Optional[Lint] = None,
+    resolved: bool = True,
 ) -> MethodPlanning:
     """Lint `method` and plan a fix for every fixable finding not in `exclude` (keys).
-    `lint`: how to lint it (default: every rule of `rules`, `lint_method`)."""
+    `lint`: how to lint it (default: every rule of `rules`, `lint_method`). `resolved=False`:
+    leave `plans` empty, for a caller that resolves only the plans it keeps (`resolve()`)."""
     ctx, findings = lint(program, method) if lint is not None else lint_method(program, method, rules)
     facts = ctx.facts
     planning = MethodPlanning(method=method, facts=facts, findings=findings)
@@ -76,7 +78,8 @@ def plan_method(
             wanted.append(planned)
     wanted.sort(key=lambda p: p.code)  # XF001 before XF004: a round trip removes both copies
     planning.selected, planning.deferred = select(wanted)
-    planning.plans = resolve(method, facts, planning.selected)
+    if resolved:
+        planning.plans = resolve(method, facts, planning.selected)
     return planning
 
 

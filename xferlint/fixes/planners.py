@@ -12,7 +12,7 @@ from typing import Callable, Optional, Union
 from xferlint.analyzer.view import Node, OpKind
 from xferlint.findings import Applicability, Finding
 from xferlint.fixes.plan import OUTPUT, FixPlan, NoFix, Rewire
-from xferlint.rules._patterns import is_aten_copy, round_trip_at, tick
+from xferlint.rules._patterns import RoundTrip, is_aten_copy, method_round_trips, tick
 from xferlint.rules.base import RuleContext
 from xferlint.rules.duplicate_transfer import (
     REWIRABLE,
@@ -49,6 +49,19 @@ def _by_name(ctx: RuleContext) -> dict[str, Node]:
 _BY_NAME = ("planners", "nodes by name")
 
 
+def _round_trip(ctx: RuleContext, h2d: Node) -> Optional[RoundTrip]:
+    """`round_trip_at(ctx.facts, h2d)`, looked up among the method's round trips (those
+    XF001 / XF002 found, `method_round_trips`: `round_trip_at` of every H2D node, and None
+    for any other node): a planner per finding re-walked its trip."""
+    by_h2d = ctx._memo.get(_TRIPS)
+    if by_h2d is None:
+        by_h2d = ctx._memo[_TRIPS] = {id(trip.h2d): trip for trip in method_round_trips(ctx)}
+    return by_h2d.get(id(h2d))
+
+
+_TRIPS = ("planners", "round trips by H2D")
+
+
 def _no(finding: Finding, reason: str) -> NoFix:
     return NoFix(code=finding.code, name=finding.name, method=finding.method, finding=tuple(finding.nodes),
                  reason=reason)
@@ -71,7 +84,7 @@ def plan_redundant_round_trip(ctx: RuleContext, finding: Finding) -> Planned:
     """XF001: rewire the H2D's readers to the device tensor, drop the H2D, and the D2H
     once nothing else reads it."""
     h2d = _node(ctx, finding, "h2d")
-    trip = round_trip_at(ctx.facts, h2d) if h2d is not None else None
+    trip = _round_trip(ctx, h2d) if h2d is not None else None
     if trip is None or not trip.same_device:
         return _no(finding, "the round trip is no longer in the program")
     if ctx.facts.is_output(h2d.output):
@@ -96,7 +109,7 @@ def plan_cross_device_staging(ctx: RuleContext, finding: Finding) -> Planned:
     """XF002 on torch.export programs: the second `.to()` reads the device value itself
     (one device-to-device copy) and the `.cpu()` goes once nothing else reads it."""
     h2d = _node(ctx, finding, "h2d")
-    trip = round_trip_at(ctx.facts, h2d) if h2d is not None else None
+    trip = _round_trip(ctx, h2d) if h2d is not None else None
     if trip is None or trip.same_device:
         return _no(finding, "the staging is no longer in the program")
     if not is_aten_copy(h2d) or ctx.program.kind != "pt2":

@@ -63,12 +63,14 @@ def _delta(method: MethodView, plan: FixPlan, removed: Iterable[str]) -> Delta:
     return Delta(rewires, frozenset(by_name[n].index for n in removed if n in by_name), outputs)
 
 
-def _patch_problem(method: MethodView, plan: FixPlan, native: PteNative) -> Optional[str]:
-    """Why this plan cannot be written into the instructions in place (None: it can)."""
+def _patch_problem(method: MethodView, plan: FixPlan, native: PteNative,
+                   removes: Optional[Sequence[str]] = None) -> Optional[str]:
+    """Why this plan cannot be written into the instructions in place (None: it can);
+    `removes`: the nodes it removes, when not (only) `plan.removes`."""
     mapping = native.methods[method.name]
     by_name = nodes_by_name(method)
     pplan = native.program.plans[mapping.plan_index]
-    for name in plan.removes:
+    for name in plan.removes if removes is None else removes:
         node = by_name.get(name)
         if node is None or node.index not in mapping.instr_of_node:
             return f"`{name}` is not an instruction"
@@ -205,7 +207,8 @@ def _decide(view: ProgramView, index: int, native: PteNative, linter: _Linter, u
     """Plan one round on one method and keep the plans the memory plan allows; returns
     (planning, resolved plans to apply), or None when nothing is left to apply."""
     method = view.methods[index]
-    planning = plan_method(view, method, linter.rules, unsafe_fixes, exclude=exclude, lint=linter)
+    # unresolved: only the accepted plans are resolved (`_patchable` says why that is the same)
+    planning = plan_method(view, method, linter.rules, unsafe_fixes, exclude=exclude, lint=linter, resolved=False)
     for no in planning.no_fix:
         outcome.skipped.append(Skipped(no.code, no.name, no.method, tuple(no.finding), no.reason))
         exclude.add(no.key)
@@ -213,11 +216,14 @@ def _decide(view: ProgramView, index: int, native: PteNative, linter: _Linter, u
         outcome.skipped.append(Skipped(plan.code, plan.name, plan.method, tuple(plan.finding),
                                        "the fix is unsafe: " + plan.summary, unsafe=True))
         exclude.add(plan.key)
+    if not planning.selected:  # nothing to decide: no closure, no memory plan to index
+        return None
     accepted: list[FixPlan] = []
     closure = DeadClosure(method, planning.facts)  # what the accepted plans remove, grown per plan
     memory = MemoryCheck(method)
-    for selected, plan in zip(planning.selected, planning.plans):
-        problem = _patch_problem(method, plan, native)
+    patchable = _Patchable(method, planning, native)
+    for j, selected in enumerate(planning.selected):
+        problem = patchable.problem(j)
         if problem is None:
             step = closure.trial(selected)
             delta = _delta(method, selected, step.removed)
@@ -226,7 +232,7 @@ def _decide(view: ProgramView, index: int, native: PteNative, linter: _Linter, u
             if found is not None:
                 problem = f"the memory plan would break: {describe(method, found)}; {ENTRY_POINT_ROUTE}"
         if problem is not None:
-            _skip(outcome, exclude, [plan], problem)
+            _skip(outcome, exclude, [selected], problem)  # a Skipped names the finding: resolved or not
             continue
         closure.commit(step)
         memory.commit(delta, extended)
@@ -234,6 +240,31 @@ def _decide(view: ProgramView, index: int, native: PteNative, linter: _Linter, u
     if not accepted:
         return None
     return planning, planning.resolve(accepted)
+
+
+class _Patchable:
+    """`_patch_problem` of each selected plan as `resolve()` would leave it (its `removes`
+    plus the `removes_if_dead` nodes credited to it), without resolving every plan: the
+    rewires are the same, and when the plan's `removes` and all its `removes_if_dead` are
+    instructions so are the credited ones (a subset, checked in the same order), so the
+    answer is the same; only otherwise are all the selected plans resolved, together, as
+    `plan_method` would."""
+
+    __slots__ = ("method", "planning", "native", "resolved")
+
+    def __init__(self, method: MethodView, planning: Any, native: PteNative) -> None:
+        self.method, self.planning, self.native = method, planning, native
+        self.resolved: Optional[list[FixPlan]] = None
+
+    def problem(self, j: int) -> Optional[str]:
+        plan = self.planning.selected[j]
+        everything = plan.removes + plan.removes_if_dead
+        problem = _patch_problem(self.method, plan, self.native, everything)
+        if problem is None or not plan.removes_if_dead:
+            return problem
+        if self.resolved is None:
+            self.resolved = self.planning.resolve(self.planning.selected)
+        return _patch_problem(self.method, self.resolved[j], self.native)
 
 
 def _removed_instructions(native: PteNative, method: MethodView, plans: Sequence[FixPlan]) -> dict[int, set[int]]:

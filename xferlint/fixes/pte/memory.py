@@ -91,6 +91,7 @@ class MemoryCheck:
         self.rewired_to: dict[str, set[int]] = {}  # value -> nodes an accepted edit makes read it
         self._before: dict[str, set[tuple[int, str]]] = {}
         self._regions: dict[str, _Region] = {}  # kept for the accepted edits
+        self._first: dict[str, _Region] = {}  # original regions, asked while no edit is accepted
         self._members: dict[str, set[str]] = {}  # family member -> values whose region it is in
 
     # -- the method as the edits leave it ------------------------------------------------
@@ -98,7 +99,7 @@ class MemoryCheck:
         return i in self.removed or i in delta.removed
 
     def _uses(self, i: int, delta: Delta) -> tuple[str, ...]:
-        if self._gone(i, delta):
+        if i in self.removed or i in delta.removed:  # _gone, inline: asked per node of every walk
             return ()
         inputs = self.nodes[i].inputs
         mine, theirs = self.rewires.get(i), delta.rewires.get(i)
@@ -108,13 +109,16 @@ class MemoryCheck:
         return tuple(swap.get(v, v) for v in inputs)
 
     def _defs(self, i: int, delta: Delta) -> tuple[str, ...]:
-        return () if self._gone(i, delta) else self.nodes[i].outputs
+        return () if i in self.removed or i in delta.removed else self.nodes[i].outputs
 
-    def _rewired_to(self, v: str, delta: Delta) -> Iterable[int]:
-        yield from self.rewired_to.get(v, ())
-        for i, swap in delta.rewires.items():
-            if v in swap.values():
-                yield i
+    def _rewired_to(self, v: str, delta: Delta) -> list[int]:
+        """Nodes the accepted edits or `delta` make read `v` (a list: asked per value of a
+        walk, and a generator cost more than the few nodes it yields)."""
+        mine = self.rewired_to.get(v)
+        theirs = [i for i, swap in delta.rewires.items() if v in swap.values()] if delta.rewires else ()
+        if not mine:
+            return theirs or ()
+        return [*mine, *theirs]
 
     def _family(self, value: str, delta: Delta) -> set[str]:
         """The value and every view of it (alias nodes share its storage)."""
@@ -133,10 +137,12 @@ class MemoryCheck:
 
     def _readers_of(self, family: set[str], delta: Delta) -> list[int]:
         found = set()
+        readers = self.readers
         for v in family:
-            for i in (*self.readers.get(v, ()), *self._rewired_to(v, delta)):
-                if i not in found and any(u in family for u in self._uses(i, delta)):
-                    found.add(i)
+            for group in (readers.get(v, ()), self._rewired_to(v, delta)):
+                for i in group:
+                    if i not in found and not family.isdisjoint(self._uses(i, delta)):
+                        found.add(i)
         return sorted(found)
 
     def _returned(self, family: set[str], delta: Delta) -> bool:
@@ -156,11 +162,6 @@ class MemoryCheck:
     def _planned(self, value: str) -> bool:
         v = self.method.values.get(value)
         return self.cfg is not None and v is not None and v.placement is not None
-
-    def _clashes(self, value: str, region: _Region, i: int, delta: Delta) -> Iterable[str]:
-        for other in self._defs(i, delta):
-            if other not in region.family and other != value and self._overlaps(value, other):
-                yield other
 
     def _grow(self, value: str, region: _Region, readers: Iterable[int], delta: Delta,
               stop: Optional[set] = None) -> Optional[tuple[int, str, int]]:
@@ -198,7 +199,14 @@ class MemoryCheck:
 
     def _note(self, value: str, region: _Region, i: int, reader: int, delta: Delta,
               stop: Optional[set]) -> Optional[tuple[int, str, int]]:
-        for other in self._clashes(value, region, i, delta):
+        """Record what node `i` writes into `value`'s bytes while `value` is live there (a
+        clash: another planned tensor, not a view of it), for the read at `reader`."""
+        if i in self.removed or i in delta.removed:
+            return None
+        family = region.family
+        for other in self.nodes[i].outputs:
+            if other in family or other == value or not self._overlaps(value, other):
+                continue
             found = (i, other, reader)
             region.found.append(found)
             if stop is not None and (i, other) not in stop:
@@ -233,7 +241,23 @@ class MemoryCheck:
             finally:
                 self.rewires, self.removed, self.outputs, self.rewired_to = saved
             before = self._before[value] = {(i, other) for i, other, _ in region.found}
+            if self._pristine():
+                self._first[value] = region
         return before
+
+    def _pristine(self) -> bool:
+        """No edit accepted yet: the original region of a value is its kept region."""
+        return not (self.rewires or self.removed or self.outputs)
+
+    def _kept(self, value: str) -> Optional[_Region]:
+        """The region of `value` under the accepted edits, when one is at hand: kept by a
+        commit, or (nothing accepted yet) the original one `_original` computed; a trial
+        then only grows a layer over it, as over any kept region, instead of computing the
+        region afresh a second time."""
+        kept = self._regions.get(value)
+        if kept is None and self._pristine():
+            kept = self._first.get(value)
+        return kept
 
     def _touches(self, family: set[str], delta: Delta) -> bool:
         """Whether `delta` changes the region of a value with this family other than by
@@ -254,7 +278,7 @@ class MemoryCheck:
             if not self._planned(value):
                 continue
             before = self._original(value)
-            cached = self._regions.get(value)
+            cached = self._kept(value)
             if cached is None or self._touches(cached.family, delta):
                 _, hit = self._region(value, delta, before)
             else:
@@ -302,6 +326,7 @@ class MemoryCheck:
         """Accept `delta`: the kept regions it changes otherwise than by new readers are
         dropped, the others grown by its new readers; `values` (the plan's extended values)
         get a kept region."""
+        self._first.clear()  # an accepted edit: original regions are no longer kept ones
         touched = self._touched(delta)
         if touched is None:
             for value in list(self._regions):
