@@ -44,8 +44,14 @@ def _device_name(value) -> str:
 
 def copy_of(node: Node, facts: DeviceFacts) -> Optional[Copy]:
     """The transfer `node` performs, or None when it moves nothing between devices."""
+    return _copy(node, facts, {}) if node.kind in COPY_KINDS else None
+
+
+def _copy(node: Node, facts: DeviceFacts, names: dict) -> Optional[Copy]:
+    """`copy_of` for a node of a copy kind; `names` caches device names by id (a method has
+    a handful of devices and may have 100,000 copies, each of which named both its ends)."""
     kind = node.kind
-    if kind not in COPY_KINDS or not node.inputs:
+    if not node.inputs:
         return None
     operand = node.inputs[0]
     source = facts.device(operand)
@@ -61,7 +67,24 @@ def copy_of(node: Node, facts: DeviceFacts) -> Optional[Copy]:
     nbytes = facts.nbytes(node.output)
     if nbytes is None:
         nbytes = facts.nbytes(operand)
-    return Copy(node=node, direction=direction, source=_device_name(source), target=str(target), nbytes=nbytes)
+    # by identity (hashing a Device costs more than naming it): the devices are the
+    # facts' and the nodes', alive while the caller's `names` is
+    source_name = names.get(id(source))
+    if source_name is None:
+        source_name = names[id(source)] = _device_name(source)
+    target_name = names.get(id(target))
+    if target_name is None:
+        target_name = names[id(target)] = str(target)
+    return _new_copy(node, direction, source_name, target_name, nbytes)
+
+
+def _new_copy(node: Node, direction: str, source: str, target: str, nbytes: Optional[int]) -> Copy:
+    """`Copy(...)` without the frozen dataclass `__init__` (one `object.__setattr__` per
+    field): its `__dict__` is what `__init__` leaves, every field in declaration order."""
+    copy = object.__new__(Copy)
+    copy.__dict__.update({"node": node, "direction": direction, "source": source, "target": target,
+                          "nbytes": nbytes})
+    return copy
 
 
 def copies(facts: DeviceFacts) -> list[Copy]:
@@ -71,7 +94,8 @@ def copies(facts: DeviceFacts) -> list[Copy]:
 
 
 def _find_copies(facts: DeviceFacts) -> list[Copy]:
-    found = (copy_of(node, facts) for node in facts.method.nodes)
+    names: dict = {}
+    found = (_copy(node, facts, names) for node in facts.method.nodes if node.kind in COPY_KINDS)
     return [c for c in found if c is not None]
 
 
@@ -140,8 +164,10 @@ def _distinct_bytes(by_name: dict[str, Copy], names: Iterable[str]) -> int:
 
 
 def traffic_counts(found: list[Copy]) -> dict:
-    """The Traffic fields (but savings) of a list of copies, in one pass over them."""
+    """The Traffic fields (but savings) of a list of copies, in one pass over them (the
+    pairs too: what `_pairs` makes of each copy's (source, target, 1, bytes))."""
     h2d = h2d_bytes = d2h = d2h_bytes = total = symbolic = in_control_flow = 0
+    table: dict[tuple[str, str], list[int]] = {}
     for c in found:
         nbytes = c.nbytes
         if nbytes is None:
@@ -157,9 +183,16 @@ def traffic_counts(found: list[Copy]) -> dict:
             d2h_bytes += nbytes
         if c.node.scope:
             in_control_flow += 1
+        pair = (c.source, c.target)
+        entry = table.get(pair)
+        if entry is None:
+            table[pair] = [1, nbytes]
+        else:
+            entry[0] += 1
+            entry[1] += nbytes
+    pairs = [PairTraffic(source=s, target=t, copies=n, bytes=b) for (s, t), (n, b) in sorted(table.items())]
     return dict(h2d_copies=h2d, h2d_bytes=h2d_bytes, d2h_copies=d2h, d2h_bytes=d2h_bytes, bytes=total,
-                symbolic_copies=symbolic, in_control_flow=in_control_flow,
-                pairs=_pairs((c.source, c.target, 1, c.nbytes or 0) for c in found))
+                symbolic_copies=symbolic, in_control_flow=in_control_flow, pairs=pairs)
 
 
 def method_transfers(input: str, program: str, method: MethodView, facts: DeviceFacts,
@@ -167,9 +200,11 @@ def method_transfers(input: str, program: str, method: MethodView, facts: Device
     """The traffic of one method; `findings` are that method's findings (for the savings)."""
     found = copies(facts)
     mine = [f for f in findings if f.method == method.name and f.program == program and f.input == input]
-    by_name = {c.node.name: c for c in found}
-    flagged = _distinct_bytes(by_name, (n for f in mine for n in f.copies))
-    savings = _distinct_bytes(by_name, (n for f in mine if f.fixable for n in f.removes))
+    flagged = savings = 0
+    if mine:  # (no findings, nothing flagged: no index of 100,000 copies to build)
+        by_name = {c.node.name: c for c in found}
+        flagged = _distinct_bytes(by_name, (n for f in mine for n in f.copies))
+        savings = _distinct_bytes(by_name, (n for f in mine if f.fixable for n in f.removes))
     return MethodTransfers(input=input, program=program, method=method.name, flagged_bytes=flagged,
                            fixable_savings=savings, **traffic_counts(found))
 

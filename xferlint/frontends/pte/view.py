@@ -31,6 +31,8 @@ several chains), so findings locate as `model.pte:forward:instr 12 (aten::cos.ou
 import os
 from dataclasses import MISSING, fields, replace
 from functools import lru_cache
+from itertools import chain, count, repeat
+from operator import attrgetter
 from typing import NamedTuple, Optional
 
 from xferlint.analyzer.cfg import ControlFlowGraph
@@ -205,9 +207,67 @@ class _Frozen:
         state.update(changes)
         return obj
 
+    def renamed(self, pairs) -> dict:
+        """`{ident: replace(proto, id=ident)}` over `(ident, proto)` pairs, in one loop (a
+        method's every value: a call with keywords each cost as much as the object)."""
+        if not self.direct:
+            return {ident: replace(proto, id=ident) for ident, proto in pairs}
+        new, cls = object.__new__, self.cls
+        out = {}
+        for ident, proto in pairs:
+            obj = new(cls)
+            state = obj.__dict__
+            state.update(proto.__dict__)
+            state["id"] = ident  # `id` is already in place (first): the order stays
+            out[ident] = obj
+        return out
 
+
+_new = object.__new__
 _NODE = _Frozen(Node)
 _VALUE = _Frozen(Value)
+# The fields `_MethodBuilder.add` fills, in Node's declaration order: where they are all of
+# Node's (they are, unless Node changes), its dict is the instance's whole state as it is.
+_NODE_FIELDS = ("index", "name", "kind", "target", "inputs", "outputs", "device", "location", "delegate", "scope",
+                "mutates")
+_NODE_WHOLE = _NODE.direct and tuple(_NODE.template) == _NODE_FIELDS
+
+
+_flatten = chain.from_iterable
+_ARGS = attrgetter("args")
+_OUTPUTS = attrgetter("outputs")
+
+
+class _Seen:
+    """The values the instructions so far read or wrote, for `delegate_io` (a delegate's
+    outputs are fresh). Kernel arguments join in batches, when a delegate asks: one C-level
+    update over the instructions since the last ask, not one set update per instruction.
+    Other instructions (moves, jumps, frees: no `args`) add theirs as they are built."""
+
+    __slots__ = ("values", "instructions", "mark")
+
+    def __init__(self) -> None:
+        self.values: set[int] = set()
+        self.instructions: tuple = ()  # the chain being built
+        self.mark = 0  # its instructions before this one are in `values`
+
+    def start(self, instructions: tuple) -> None:
+        """Begin a chain (the previous one's arguments all join)."""
+        self.before(len(self.instructions))
+        self.instructions, self.mark = instructions, 0
+
+    def before(self, k: int) -> set[int]:
+        """The values seen before instruction `k` of the chain (those of earlier chains too)."""
+        if self.mark < k:
+            self.values.update(_flatten(map(_ARGS, self.instructions[self.mark:k])))
+            self.mark = k
+        return self.values
+
+    def update(self, values) -> None:
+        self.values.update(values)
+
+    def add(self, value: int) -> None:
+        self.values.add(value)
 
 
 class _MethodBuilder:
@@ -225,8 +285,10 @@ class _MethodBuilder:
         self.state: list[int] = []  # constants and named mutable buffers
         self.lists: set[int] = set()  # (optional) tensor lists
         self.values = self._values()
-        self.written: set[int] = set()  # values an instruction writes
-        self._operators: dict[int, tuple] = {}
+        self.seen = _Seen()  # what instructions so far read or wrote (delegate outputs are fresh)
+        self.fixed: set[int] = set()
+        self.kernels: tuple[tuple, ...] = ()  # per operator: `_operator`
+        self._h2d: dict[int, Optional[Device]] = {}  # id(EValueInfo) -> `_h2d_device`
         self._delegates: dict[int, tuple] = {}
 
     # values -----------------------------------------------------------------------
@@ -240,14 +302,13 @@ class _MethodBuilder:
         """Every value by id. Equal tensor infos (and input-ness) give equal metadata, built
         once per method; the reader hands equal values over as one object, so each value
         looks its metadata up by identity first (hashing a TensorInfo costs more)."""
-        ids, inputs = self.ids, self.input_set
+        inputs = self.input_set
         by_object: tuple[dict, dict] = ({}, {})  # [is input] id(EValueInfo) -> (proto, constant, state)
-        values: dict[str, Value] = {}
-        like = _VALUE.like
+        plain = _VALUE.new(id="")  # every non-tensor value: an id and nothing else
+        protos: list[Value] = []  # per value, the Value it is a renamed copy of
         for i, ev in enumerate(self.plan.values):
-            ident = ids[i]
             if ev.tensor is None:
-                values[ident] = _VALUE.new(id=ident)
+                protos.append(plain)
                 if ev.kind in _LIST_KINDS:
                     self.lists.add(i)
                 continue
@@ -256,12 +317,12 @@ class _MethodBuilder:
             if known is None:
                 known = by_object[is_input][id(ev)] = self._tensor_kind(i, ev.tensor, is_input)
             proto, constant, state = known
-            values[ident] = like(proto, id=ident)
+            protos.append(proto)
             if constant:
                 self.constants.append(i)
             if state:
                 self.state.append(i)
-        return values
+        return _VALUE.renamed(zip(self.ids, protos))
 
     def _tensor_kind(self, index: int, t: pp.TensorInfo, is_input: bool) -> tuple[Value, bool, bool]:
         """(a Value with the tensor's metadata, whether it gets a CONSTANT node, whether it
@@ -317,9 +378,19 @@ class _MethodBuilder:
         return tuple(map(self.ids.__getitem__, operands))
 
     # nodes ------------------------------------------------------------------------
-    def add(self, **kwargs) -> Node:
-        kwargs["index"] = len(self.nodes)
-        node = _NODE.of(kwargs)
+    def add(self, name: str, kind: OpKind, target: str, inputs: tuple[str, ...] = (),
+            outputs: tuple[str, ...] = (), device: Optional[Device] = None, location=None,
+            delegate: Optional[DelegateInfo] = None, scope: str = "", mutates: bool = False) -> Node:
+        """Append the next Node (positional, every field in declaration order: one dict,
+        no keyword packing; a method of 100,000 instructions makes 100,000 of them)."""
+        state = {"index": len(self.nodes), "name": name, "kind": kind, "target": target, "inputs": inputs,
+                 "outputs": outputs, "device": device, "location": location, "delegate": delegate, "scope": scope,
+                 "mutates": mutates}
+        if _NODE_WHOLE:
+            node = _new(Node)
+            node.__dict__.update(state)
+        else:
+            node = _NODE.of(state)
         self.nodes.append(node)
         return node
 
@@ -327,27 +398,25 @@ class _MethodBuilder:
         plan = self.plan
         ids = self.ids
         for k, i in enumerate(plan.inputs):
-            self.add(name=f"input {k} ({ids[i]})", kind=OpKind.INPUT, target="input", outputs=(ids[i],))
+            self.add(f"input {k} ({ids[i]})", OpKind.INPUT, "input", (), (ids[i],))
         for i in self.constants:
             fqn = plan.values[i].tensor.fqn
             label = f" ({fqn})" if fqn else ""
-            self.add(name=f"constant {ids[i]}{label}", kind=OpKind.CONSTANT, target="constant", outputs=(ids[i],))
+            self.add(f"constant {ids[i]}{label}", OpKind.CONSTANT, "constant", (), (ids[i],))
         first_instruction = len(self.nodes)
         multi = len(plan.chains) > 1
         # inputs, constants and named mutable buffers (state a delegate may read directly, as
         # in legacy mode) hold data before the first instruction: never a delegate's result
-        fixed = set(plan.inputs)
-        fixed.update(self.state)
-        seen: set[int] = set()
+        self.fixed = set(plan.inputs)
+        self.fixed.update(self.state)
+        self.kernels = tuple(map(self._operator, range(len(plan.operators))))
         scopes = [_scopes(chain) for chain in plan.chains]
         for c, chain in enumerate(plan.chains):
-            locate = chain.stacktrace is not None or (c == 0 and bool(self.locations))
-            chain_scopes = scopes[c]
-            for k, ins in enumerate(chain.instructions):
-                prefix = f"chain {c} instr {k}" if multi else f"instr {k}"
-                location = (_location(chain, k) or (self.locations.get(k) if c == 0 else None)) if locate else None
-                node = self._instruction(ins, prefix, location, chain_scopes[k], seen, fixed)
-                self.instr_of_node[node.index] = (c, k)
+            start = len(self.nodes)
+            self.seen.start(chain.instructions)
+            self._chain_nodes(c, chain, f"chain {c} instr " if multi else "instr ", scopes[c])
+            # node start + k is instruction k of this chain (one node per instruction)
+            self.instr_of_node.update(zip(range(start, len(self.nodes)), zip(repeat(c), count())))
         cfg = self._cfg(first_instruction)
         view = MethodView(
             name=plan.name,
@@ -367,13 +436,10 @@ class _MethodBuilder:
         return view, mapping
 
     def _operator(self, index: int) -> tuple:
-        """(name, kind, node label, target) of operator `index`, worked out once."""
-        got = self._operators.get(index)
-        if got is None:
-            name, overload = self.plan.operators[index]
-            kind = _KERNEL_KINDS.get(name, OpKind.COMPUTE)
-            got = self._operators[index] = (name, kind, operator_name(name, overload), target_name(name, overload))
-        return got
+        """(name, kind, node label, target) of operator `index`."""
+        name, overload = self.plan.operators[index]
+        kind = _KERNEL_KINDS.get(name, OpKind.COMPUTE)
+        return name, kind, operator_name(name, overload), target_name(name, overload)
 
     def _delegate(self, index: int) -> tuple:
         """(the DelegateInfo, target device) of delegate `index`, worked out once."""
@@ -384,59 +450,79 @@ class _MethodBuilder:
             got = self._delegates[index] = (DelegateInfo(backend=delegate.id, compile_specs=specs, index=index), device)
         return got
 
-    def _instruction(self, ins: pp.Instr, prefix: str, location, scope: str, seen: set[int], fixed: set[int]) -> Node:
-        plan = self.plan
-        ids = self.ids
-        if ins.kind == pp.KERNEL:
-            name, kind, label, target = self._operator(ins.index)
+    def _chain_nodes(self, c: int, chain: pp.Chain, head: str, scopes: list[str]) -> None:
+        """Append the nodes of chain `c`'s instructions. Kernel calls (most instructions) are
+        built here, in the loop, without a call per node (nor `add`'s: a 100,000-instruction
+        method is 100,000 of them); the other kinds go to their `_*_node`."""
+        plan, nodes, kernels, lists, h2d = self.plan, self.nodes, self.kernels, self.lists, self._h2d_device
+        name_of = self.ids.__getitem__
+        others = {pp.DELEGATE: self._delegate_node, pp.MOVE: self._move_node, pp.JUMP_FALSE: self._jump_node}
+        locate = chain.stacktrace is not None or (c == 0 and bool(self.locations))
+        location = None
+        for k, ins in enumerate(chain.instructions):
+            if locate:
+                location = _location(chain, k) or (self.locations.get(k) if c == 0 else None)
+            if ins.kind != pp.KERNEL:
+                others.get(ins.kind, self._free_node)(ins, k, f"{head}{k}", location, scopes[k])
+                continue
+            name, kind, label, target = kernels[ins.index]
             operands, results = kernel_io(plan, name, ins.args)
-            seen.update(ins.args)
-            self.written.update(results)
-            device = self._h2d_device(results) if kind is OpKind.H2D else None
             if kind is OpKind.ALIAS:
                 operands = operands[:1]
             mutates = kind is OpKind.COMPUTE and any(map(operands.__contains__, results))
-            return self.add(
-                name=f"{prefix} ({label})", kind=kind, target=target,
-                inputs=self._expanded_names(operands), outputs=self._names(results),
-                device=device, location=location, scope=scope, mutates=mutates,
-            )
-        if ins.kind == pp.DELEGATE:
-            delegate = plan.delegates[ins.index]
-            operands, results = delegate_io(plan, ins.args, seen, fixed)
-            seen.update(ins.args)
-            self.written.update(results)
-            info, device = self._delegate(ins.index)
-            return self.add(
-                name=f"{prefix} (delegate {ins.index}: {delegate.id})", kind=OpKind.DELEGATE,
-                target="executorch_call_delegate",
-                inputs=self._expanded_names(operands),
-                outputs=self._names(results), device=device, location=location,
-                delegate=info, scope=scope,
-            )
-        if ins.kind == pp.MOVE:
-            seen.update((ins.move_from, ins.move_to))
-            self.written.add(ins.move_to)
-            return self.add(
-                name=f"{prefix} (move {ids[ins.move_from]} -> {ids[ins.move_to]})", kind=OpKind.MOVE,
-                target="move", inputs=(ids[ins.move_from],), outputs=(ids[ins.move_to],),
-                location=location, scope=scope,
-            )
-        if ins.kind == pp.JUMP_FALSE:
-            seen.add(ins.cond)
-            return self.add(
-                name=f"{prefix} (jump_false {ids[ins.cond]} -> {ins.destination})", kind=OpKind.CONTROL,
-                target="jump_false", inputs=(ids[ins.cond],), location=location, scope=scope,
-            )
-        seen.add(ins.free)
-        return self.add(name=f"{prefix} (free {ids[ins.free]})", kind=OpKind.COMPUTE, target="free",
-                        location=location, scope=scope)
+            if lists and not lists.isdisjoint(operands):
+                operands = _expand_lists(plan, operands)
+            state = {"index": len(nodes), "name": f"{head}{k} ({label})", "kind": kind, "target": target,
+                     "inputs": tuple(map(name_of, operands)), "outputs": tuple(map(name_of, results)),
+                     "device": h2d(results) if kind is OpKind.H2D else None, "location": location,
+                     "delegate": None, "scope": scopes[k], "mutates": mutates}
+            if _NODE_WHOLE:
+                node = _new(Node)
+                node.__dict__.update(state)
+            else:
+                node = _NODE.of(state)
+            nodes.append(node)
+
+    # The other kinds, one each: (instruction, its position in the chain, its node name's
+    # prefix, location, scope) -> the node, appended.
+    def _delegate_node(self, ins: pp.Instr, k: int, prefix: str, location, scope: str) -> Node:
+        delegate = self.plan.delegates[ins.index]
+        operands, results = delegate_io(self.plan, ins.args, self.seen.before(k), self.fixed)
+        self.seen.update(ins.args)
+        info, device = self._delegate(ins.index)
+        return self.add(f"{prefix} (delegate {ins.index}: {delegate.id})", OpKind.DELEGATE, "executorch_call_delegate",
+                        self._expanded_names(operands), self._names(results), device, location, info, scope)
+
+    def _move_node(self, ins: pp.Instr, k: int, prefix: str, location, scope: str) -> Node:
+        ids = self.ids
+        self.seen.update((ins.move_from, ins.move_to))
+        return self.add(f"{prefix} (move {ids[ins.move_from]} -> {ids[ins.move_to]})", OpKind.MOVE, "move",
+                        (ids[ins.move_from],), (ids[ins.move_to],), None, location, None, scope)
+
+    def _jump_node(self, ins: pp.Instr, k: int, prefix: str, location, scope: str) -> Node:
+        ids = self.ids
+        self.seen.add(ins.cond)
+        return self.add(f"{prefix} (jump_false {ids[ins.cond]} -> {ins.destination})", OpKind.CONTROL, "jump_false",
+                        (ids[ins.cond],), (), None, location, None, scope)
+
+    def _free_node(self, ins: pp.Instr, k: int, prefix: str, location, scope: str) -> Node:
+        self.seen.add(ins.free)
+        return self.add(f"{prefix} (free {self.ids[ins.free]})", OpKind.COMPUTE, "free", (), (), None, location,
+                        None, scope)
 
     def _h2d_device(self, results: tuple[int, ...]) -> Optional[Device]:
-        """The H2D's target: its output's declared device, else its planned buffer's."""
+        """The H2D's target: its output's declared device, else its planned buffer's (per
+        output value object: equal values are one object, so most H2Ds ask once)."""
         if not results:
             return None
-        t = self.plan.values[results[0]].tensor
+        ev = self.plan.values[results[0]]
+        key = id(ev)
+        if key not in self._h2d:
+            self._h2d[key] = self._h2d_target(ev.tensor)
+        return self._h2d[key]
+
+    def _h2d_target(self, t: Optional[pp.TensorInfo]) -> Optional[Device]:
+        """An H2D target for an output tensor `t` (see `_h2d_device`)."""
         if t is None:
             return None
         declared = device_of(t.device_type, t.device_index)
@@ -452,7 +538,9 @@ class _MethodBuilder:
     def _cfg(self, first_instruction: int) -> ControlFlowGraph:
         plan = self.plan
         n_nodes = len(self.nodes)
-        written = self.written
+        # the values an instruction writes (the results of its node), gathered at the first jump
+        written: Optional[set[str]] = None
+        ids = self.ids
         succ: list[tuple[int, ...]] = []
         exits: set[int] = set()
         chain_starts: list[int] = []
@@ -489,7 +577,9 @@ class _MethodBuilder:
                     continue
                 targets: list[Optional[int]] = []
                 jump = start + ins.destination if ins.destination < n else after_chain[c]
-                constant = _constant_bool(plan, ins.cond, written)
+                if written is None:
+                    written = set(_flatten(map(_OUTPUTS, self.nodes[first_instruction:])))
+                constant = _constant_bool(plan, ins.cond, ids[ins.cond] in written)
                 if constant is not True:
                     targets.append(jump)
                 if constant is not False:
@@ -503,9 +593,11 @@ class _MethodBuilder:
         return ControlFlowGraph(successors=tuple(succ), exits=frozenset(exits))
 
 
-def _constant_bool(plan: pp.Plan, index: int, written: set[int]) -> Optional[bool]:
+def _constant_bool(plan: pp.Plan, index: int, written: bool) -> Optional[bool]:
+    """The value of a jump's condition when it is a Bool constant (`written`: whether an
+    instruction writes it: then it is not one)."""
     ev = plan.values[index]
-    if ev.kind == pp.BOOL and index not in written and index not in plan.inputs:
+    if ev.kind == pp.BOOL and not written and index not in plan.inputs:
         return bool(ev.scalar)
     return None
 
