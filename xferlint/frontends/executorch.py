@@ -98,6 +98,24 @@ def _device_of_spec(spec: Any) -> Optional[Device]:
     device = getattr(spec, "device", None)
     if device is None:
         return None
+    # The type too: DeviceType is an IntEnum, equal to the int it stands for.
+    key = (type(device), device, getattr(spec, "device_index", 0))
+    try:  # one lookup per value: specs of a program name few (device, index) pairs
+        return _SPEC_DEVICES[key]
+    except KeyError:
+        found = _spec_device(spec, device)
+        if len(_SPEC_DEVICES) < 256:
+            _SPEC_DEVICES[key] = found
+        return found
+    except TypeError:  # an unhashable device or index
+        return _spec_device(spec, device)
+
+
+# (type, TensorSpec.device, device_index) -> its Device.
+_SPEC_DEVICES: dict[tuple[Any, Any, Any], Optional[Device]] = {}
+
+
+def _spec_device(spec: Any, device: Any) -> Optional[Device]:
     name = getattr(device, "name", None)  # executorch.exir.schema.DeviceType
     if name is not None:
         return _device(name, int(getattr(spec, "device_index", 0) or 0))
