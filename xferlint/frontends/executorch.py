@@ -232,6 +232,7 @@ def _flatten_nodes(arg: Any) -> Iterable[torch.fx.Node]:
 _NODE = Frozen(Node)
 _VALUE = Frozen(Value)
 _INNER_OP = Frozen(InnerOp)
+_PLACEMENT = Frozen(Placement)
 
 
 @dataclass
@@ -787,9 +788,28 @@ def _placement(spec: Any) -> Optional[Placement]:
     mem_id = getattr(spec, "mem_id", None)
     if mem_id is None or getattr(spec, "const", False):
         return None
+    return _PLACEMENT.of({"buffer": int(mem_id), "offset": int(getattr(spec, "mem_offset", 0) or 0),
+                          "nbytes": _allocated(spec)})
+
+
+# (shape, dtype, alignment) -> TensorSpec.allocated_memory, which recomputes it per call.
+_ALLOCATED: dict[tuple[Any, Any, Any], Optional[int]] = {}
+
+
+def _allocated(spec: Any) -> Optional[int]:
+    """The bytes the memory plan gives a tensor (TensorSpec.allocated_memory)."""
+    try:
+        key: Optional[tuple] = (spec.shape, spec.dtype, spec.alignment)
+        return _ALLOCATED[key]
+    except KeyError:  # a new shape
+        pass
+    except (AttributeError, TypeError):  # not a TensorSpec, or a symbolic shape (no hash)
+        key = None
     nbytes = getattr(spec, "allocated_memory", None)
-    return Placement(buffer=int(mem_id), offset=int(getattr(spec, "mem_offset", 0) or 0),
-                     nbytes=int(nbytes) if isinstance(nbytes, int) else None)
+    nbytes = int(nbytes) if isinstance(nbytes, int) else None
+    if key is not None and len(_ALLOCATED) < 65536:
+        _ALLOCATED[key] = nbytes
+    return nbytes
 
 
 def _arena_devices(gm: torch.fx.GraphModule) -> Optional[dict[int, Device]]:
