@@ -108,6 +108,26 @@ def test_out_variant_buffers_are_not_operands(chain):
     assert all(n.device is not None and not n.device.is_host for n in copies if n.kind == OpKind.H2D)
 
 
+@pytest.mark.parametrize("variant", ["out_no_elision", "out", "edge"])
+def test_nodes_values_and_inner_ops_are_what_their_constructors_make(chain, variant):
+    """The frontend builds Nodes, Values and InnerOps without the dataclass __init__
+    (analyzer.frozen.Frozen): each must hold exactly its fields, in order, and equal the
+    object the constructor makes."""
+    from dataclasses import fields
+
+    from xferlint.frontends.executorch import load_graph_program
+
+    view = load_graph_program(chain[variant], input="chain", name="chain", file=None).view
+    (method,) = view.methods
+    inner = [op for n in method.nodes if n.delegate is not None for op in n.delegate.ops]
+    assert inner, "the chain's delegates keep their original graphs"
+    for obj in list(method.nodes) + list(method.values.values()) + inner:
+        names = [f.name for f in fields(obj)]
+        assert list(vars(obj)) == names, type(obj).__name__
+        rebuilt = type(obj)(**{n: getattr(obj, n) for n in names})
+        assert rebuilt == obj and hash(rebuilt) == hash(obj)
+
+
 def test_edge_program_is_read_with_materialized_copies_and_left_untouched(chain):
     from xferlint.frontends.executorch import load_graph_program
 

@@ -22,6 +22,7 @@ from typing import Any, Iterable, Optional
 import torch
 import torch.fx
 
+from xferlint.analyzer.frozen import Frozen
 from xferlint.analyzer.lattice import Device
 from xferlint.analyzer.view import (
     DelegateInfo,
@@ -97,6 +98,24 @@ def _device_of_spec(spec: Any) -> Optional[Device]:
     device = getattr(spec, "device", None)
     if device is None:
         return None
+    # The type too: DeviceType is an IntEnum, equal to the int it stands for.
+    key = (type(device), device, getattr(spec, "device_index", 0))
+    try:  # one lookup per value: specs of a program name few (device, index) pairs
+        return _SPEC_DEVICES[key]
+    except KeyError:
+        found = _spec_device(spec, device)
+        if len(_SPEC_DEVICES) < 256:
+            _SPEC_DEVICES[key] = found
+        return found
+    except TypeError:  # an unhashable device or index
+        return _spec_device(spec, device)
+
+
+# (type, TensorSpec.device, device_index) -> its Device.
+_SPEC_DEVICES: dict[tuple[Any, Any, Any], Optional[Device]] = {}
+
+
+def _spec_device(spec: Any, device: Any) -> Optional[Device]:
     name = getattr(device, "name", None)  # executorch.exir.schema.DeviceType
     if name is not None:
         return _device(name, int(getattr(spec, "device_index", 0) or 0))
@@ -139,6 +158,10 @@ def _tensor_meta(spec: Any, val: Any) -> Optional[TensorMeta]:
         dtype = val.dtype
     if shape_src is None or dtype is None:
         return None
+    try:  # a static shape seen before (torch.Size hashes and compares as its tuple of ints)
+        return _STATIC_METAS[shape_src, dtype]
+    except (KeyError, TypeError):  # new, a list, or symbolic (a SymInt does not hash)
+        pass
     shape = tuple(shape_src)
     if all(type(d) is int for d in shape):  # the common case: one interned TensorMeta per spec
         return _static_meta(shape, dtype)
@@ -206,6 +229,11 @@ def _flatten_nodes(arg: Any) -> Iterable[torch.fx.Node]:
 
 # --------------------------------------------------------------------------- builder
 
+_NODE = Frozen(Node)
+_VALUE = Frozen(Value)
+_INNER_OP = Frozen(InnerOp)
+_PLACEMENT = Frozen(Placement)
+
 
 @dataclass
 class _Builder:
@@ -221,6 +249,29 @@ class _Builder:
     delegates: dict[tuple[int, int], tuple[Any, DelegateInfo, Optional[Device]]] = field(default_factory=dict)
     target_names: dict[Any, str] = field(default_factory=dict)  # FX target -> target_name(target)
     handlers: dict[Any, str] = field(default_factory=dict)  # FX target -> how _call_function reads it
+    # stack_trace -> its SourceLocation: nodes of one source line share one (and one parse).
+    locations: dict[Optional[str], Any] = field(default_factory=dict)
+
+    # (compile spec key, value) pairs -> (their decoded text, the target_device): delegates
+    # lowered for one device share their specs.
+    compile_specs: dict[tuple, tuple[tuple[tuple[str, str], ...], Optional[Device]]] = field(default_factory=dict)
+
+    def locate(self, stack_trace: Optional[str]):
+        try:
+            return self.locations[stack_trace]
+        except KeyError:
+            found = self.locations[stack_trace] = location_from_stack_trace(stack_trace)
+            return found
+
+    def name_of(self, target: Any) -> str:
+        """target_name, once per distinct target of the method."""
+        try:
+            return self.target_names[target]
+        except KeyError:
+            name = self.target_names[target] = target_name(target)
+            return name
+        except TypeError:  # an unhashable target
+            return target_name(target)
 
     def add(self, **kwargs: Any) -> Node:
         node = Node(index=len(self.nodes), **kwargs)
@@ -270,54 +321,50 @@ class _GraphReader:
         declared = _device_of_spec(spec) if spec is not None else None
         if declared is None and tensor_val:
             declared = _device(val.device.type, val.device.index or 0)
-        self.b.values[vid] = Value(id=vid, tensor=meta, declared_device=declared, constant_name=constant_name,
-                                   placement=_placement(spec) if self.b.arenas is not None else None)
+        self.b.values[vid] = _VALUE.of({"id": vid, "tensor": meta, "declared_device": declared,
+                                        "constant_name": constant_name,
+                                        "placement": _placement(spec) if self.b.arenas is not None else None})
         return vid
 
     def _operand(self, node: torch.fx.Node) -> Optional[str]:
         return self.vid.get(node)
 
     def _operands(self, args: Iterable[Any]) -> tuple[str, ...]:
+        """The value ids of the nodes in `args` (nested in tuples, lists and dicts), in order."""
+        vids = self.vid
         out = []
-        for n in _flatten_nodes(list(args)):
-            vid = self._operand(n)
-            if vid is not None:
-                out.append(vid)
+        for arg in args:
+            # Most operands are plain nodes: only containers need the recursive walk.
+            nodes = (arg,) if isinstance(arg, torch.fx.Node) else _flatten_nodes(arg)
+            for n in nodes:
+                vid = vids.get(n)
+                if vid is not None:
+                    out.append(vid)
         return tuple(out)
 
     def _location(self, node: torch.fx.Node):
-        return location_from_stack_trace(node.meta.get("stack_trace"))
+        return self.b.locate(node.meta.get("stack_trace"))
 
     def _emit(self, node: torch.fx.Node, kind: OpKind, inputs: tuple[str, ...], outputs: tuple[str, ...],
               target: Optional[str] = None, device: Optional[Device] = None, delegate: Optional[DelegateInfo] = None,
               mutates: bool = False) -> Node:
         nodes = self.b.nodes
         scope = self.scope
-        node_view = Node(
-            index=len(nodes),
-            name=f"{scope}/{node.name}" if scope else node.name,
-            kind=kind,
-            target=target or self._target_name(node.target),
-            inputs=inputs,
-            outputs=outputs,
-            device=device,
-            location=location_from_stack_trace(node.meta.get("stack_trace")),
-            delegate=delegate,
-            scope=scope,
-            mutates=mutates,
-        )
+        node_view = _NODE.of({
+            "index": len(nodes),
+            "name": f"{scope}/{node.name}" if scope else node.name,
+            "kind": kind,
+            "target": target or self.b.name_of(node.target),
+            "inputs": inputs,
+            "outputs": outputs,
+            "device": device,
+            "location": self.b.locate(node.meta.get("stack_trace")),
+            "delegate": delegate,
+            "scope": scope,
+            "mutates": mutates,
+        })
         nodes.append(node_view)
         return node_view
-
-    def _target_name(self, target: Any) -> str:
-        """target_name, once per distinct target of the method."""
-        try:
-            return self.b.target_names[target]
-        except KeyError:
-            name = self.b.target_names[target] = target_name(target)
-            return name
-        except TypeError:  # an unhashable target
-            return target_name(target)
 
     # walking -----------------------------------------------------------------
     def read(self, bindings: Optional[list[tuple[str, ...]]] = None) -> list[Optional[str]]:
@@ -470,29 +517,11 @@ class _GraphReader:
         key = (id(lowered), len(inputs))
         cached = self.b.delegates.get(key)
         if cached is None or cached[0] is not lowered:
-            cached = self.b.delegates[key] = (lowered, *self._delegate_info(lowered, len(inputs)))
+            cached = self.b.delegates[key] = (lowered, *_delegate_info(self.b, lowered, len(inputs)))
         _, info, device = cached
         outputs = self._declare(node)
         self._emit(node, OpKind.DELEGATE, inputs, outputs, device=device, delegate=info,
                    target="executorch_call_delegate")
-
-    @staticmethod
-    def _delegate_info(lowered: Any, n_inputs: int) -> tuple[DelegateInfo, Optional[Device]]:
-        specs: list[tuple[str, str]] = []
-        device: Optional[Device] = None
-        for spec in getattr(lowered, "compile_specs", None) or []:
-            raw = spec.value
-            text = raw.decode("utf-8", errors="replace") if isinstance(raw, (bytes, bytearray)) else str(raw)
-            specs.append((spec.key, text if text.isprintable() else raw.hex() if isinstance(raw, (bytes, bytearray)) else text))
-            if spec.key == TARGET_DEVICE_KEY:
-                try:
-                    device = Device.parse(text)
-                except ValueError:
-                    device = None
-        ops, readers, writers = _inner_ops(lowered, n_inputs)
-        info = DelegateInfo(backend=str(getattr(lowered, "backend_id", "unknown")), compile_specs=tuple(specs),
-                            ops=ops, input_readers=readers, output_writers=writers)
-        return info, device
 
     def _memory(self, node) -> None:
         name = getattr(node.target, "__name__", "")
@@ -641,7 +670,38 @@ def _handler(target: Any) -> str:
     return "unknown"
 
 
-def _inner_ops(lowered: Any, n_inputs: int) -> tuple[tuple[InnerOp, ...], tuple[Optional[int], ...], tuple[Optional[int], ...]]:
+def _delegate_info(b: _Builder, lowered: Any, n_inputs: int) -> tuple[DelegateInfo, Optional[Device]]:
+    """A lowered module's DelegateInfo for a call with `n_inputs` operands, and its target_device."""
+    raw_specs = tuple((spec.key, bytes(spec.value) if isinstance(spec.value, bytearray) else spec.value)
+                      for spec in getattr(lowered, "compile_specs", None) or [])
+    try:
+        specs, device = b.compile_specs[raw_specs]
+    except KeyError:
+        specs, device = b.compile_specs[raw_specs] = _decode_specs(raw_specs)
+    except TypeError:  # a value that does not hash
+        specs, device = _decode_specs(raw_specs)
+    ops, readers, writers = _inner_ops(b, lowered, n_inputs)
+    info = DelegateInfo(backend=str(getattr(lowered, "backend_id", "unknown")), compile_specs=specs,
+                        ops=ops, input_readers=readers, output_writers=writers)
+    return info, device
+
+
+def _decode_specs(raw_specs: tuple) -> tuple[tuple[tuple[str, str], ...], Optional[Device]]:
+    """Compile specs as text (hex where a value is not printable) and the target_device."""
+    specs: list[tuple[str, str]] = []
+    device: Optional[Device] = None
+    for key, raw in raw_specs:
+        text = raw.decode("utf-8", errors="replace") if isinstance(raw, (bytes, bytearray)) else str(raw)
+        specs.append((key, text if text.isprintable() else raw.hex() if isinstance(raw, (bytes, bytearray)) else text))
+        if key == TARGET_DEVICE_KEY:
+            try:
+                device = Device.parse(text)
+            except ValueError:
+                device = None
+    return tuple(specs), device
+
+
+def _inner_ops(b: _Builder, lowered: Any, n_inputs: int) -> tuple[tuple[InnerOp, ...], tuple[Optional[int], ...], tuple[Optional[int], ...]]:
     """The ops a lowered module runs (its original graph), the first op reading each of the
     call's `n_inputs` operands (its user-input placeholders, in order) and the op producing
     each result; empty when the module keeps no original graph."""
@@ -663,8 +723,8 @@ def _inner_ops(lowered: Any, n_inputs: int) -> tuple[tuple[InnerOp, ...], tuple[
             placeholders.append(n)
         elif n.op == "call_function" and n.target is not operator.getitem:
             index[n] = len(ops)
-            ops.append(InnerOp(name=n.name, target=target_name(n.target),
-                               location=location_from_stack_trace(n.meta.get("stack_trace"))))
+            ops.append(_INNER_OP.of({"name": n.name, "target": b.name_of(n.target),
+                                     "location": b.locate(n.meta.get("stack_trace"))}))
         elif n.op == "output":
             results = _flatten_args(n.args[0] if n.args else ())
 
@@ -728,9 +788,28 @@ def _placement(spec: Any) -> Optional[Placement]:
     mem_id = getattr(spec, "mem_id", None)
     if mem_id is None or getattr(spec, "const", False):
         return None
+    return _PLACEMENT.of({"buffer": int(mem_id), "offset": int(getattr(spec, "mem_offset", 0) or 0),
+                          "nbytes": _allocated(spec)})
+
+
+# (shape, dtype, alignment) -> TensorSpec.allocated_memory, which recomputes it per call.
+_ALLOCATED: dict[tuple[Any, Any, Any], Optional[int]] = {}
+
+
+def _allocated(spec: Any) -> Optional[int]:
+    """The bytes the memory plan gives a tensor (TensorSpec.allocated_memory)."""
+    try:
+        key: Optional[tuple] = (spec.shape, spec.dtype, spec.alignment)
+        return _ALLOCATED[key]
+    except KeyError:  # a new shape
+        pass
+    except (AttributeError, TypeError):  # not a TensorSpec, or a symbolic shape (no hash)
+        key = None
     nbytes = getattr(spec, "allocated_memory", None)
-    return Placement(buffer=int(mem_id), offset=int(getattr(spec, "mem_offset", 0) or 0),
-                     nbytes=int(nbytes) if isinstance(nbytes, int) else None)
+    nbytes = int(nbytes) if isinstance(nbytes, int) else None
+    if key is not None and len(_ALLOCATED) < 65536:
+        _ALLOCATED[key] = nbytes
+    return nbytes
 
 
 def _arena_devices(gm: torch.fx.GraphModule) -> Optional[dict[int, Device]]:

@@ -29,13 +29,13 @@ several chains), so findings locate as `model.pte:forward:instr 12 (aten::cos.ou
 """
 
 import os
-from dataclasses import MISSING, fields, replace
 from functools import lru_cache
 from itertools import chain, count, repeat
 from operator import attrgetter
 from typing import NamedTuple, Optional
 
 from xferlint.analyzer.cfg import ControlFlowGraph
+from xferlint.analyzer.frozen import Frozen
 from xferlint.analyzer.lattice import CPU, Device
 from xferlint.analyzer.view import (
     DelegateInfo,
@@ -167,65 +167,9 @@ def delegate_io(plan: pp.Plan, args: tuple[int, ...], seen: set[int], fixed: set
 # --------------------------------------------------------------------------- builder
 
 
-class _Frozen:
-    """Instances of a frozen dataclass without its generated `__init__`, which calls
-    `object.__setattr__` once per field (~1.3 us a Value, ~1.9 us a Node: a third of
-    `view_of` on a program of 200,000 values and nodes). The instance's `__dict__` is the one
-    `__init__` leaves: every field, in declaration order. Where that shortcut would not hold
-    (slots, `__post_init__`, default factories, fields outside `__init__`), the class is called."""
-
-    __slots__ = ("cls", "template", "direct")
-
-    def __init__(self, cls: type) -> None:
-        spec = fields(cls)
-        self.cls = cls
-        self.template = {f.name: f.default for f in spec}
-        self.direct = not (hasattr(cls, "__slots__") or hasattr(cls, "__post_init__")
-                           or any(not f.init or f.default_factory is not MISSING for f in spec))
-
-    def new(self, **values):
-        """`cls(**values)`."""
-        return self.of(values)
-
-    def of(self, values: dict):
-        """`cls(**values)`, from a dict of the values."""
-        if not self.direct:
-            return self.cls(**values)
-        obj = object.__new__(self.cls)
-        state = obj.__dict__
-        state.update(self.template)
-        state.update(values)
-        return obj
-
-    def like(self, proto, **changes):
-        """`dataclasses.replace(proto, **changes)`."""
-        if not self.direct:
-            return replace(proto, **changes)
-        obj = object.__new__(self.cls)
-        state = obj.__dict__
-        state.update(proto.__dict__)
-        state.update(changes)
-        return obj
-
-    def renamed(self, pairs) -> dict:
-        """`{ident: replace(proto, id=ident)}` over `(ident, proto)` pairs, in one loop (a
-        method's every value: a call with keywords each cost as much as the object)."""
-        if not self.direct:
-            return {ident: replace(proto, id=ident) for ident, proto in pairs}
-        new, cls = object.__new__, self.cls
-        out = {}
-        for ident, proto in pairs:
-            obj = new(cls)
-            state = obj.__dict__
-            state.update(proto.__dict__)
-            state["id"] = ident  # `id` is already in place (first): the order stays
-            out[ident] = obj
-        return out
-
-
 _new = object.__new__
-_NODE = _Frozen(Node)
-_VALUE = _Frozen(Value)
+_NODE = Frozen(Node)
+_VALUE = Frozen(Value)
 # The fields `_MethodBuilder.add` fills, in Node's declaration order: where they are all of
 # Node's (they are, unless Node changes), its dict is the instance's whole state as it is.
 _NODE_FIELDS = ("index", "name", "kind", "target", "inputs", "outputs", "device", "location", "delegate", "scope",
