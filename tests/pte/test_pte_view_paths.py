@@ -1,7 +1,7 @@
 """The `.pte` view builder's fast paths against their plain equivalents.
 
 `_MethodBuilder` builds Nodes and Values by filling their `__dict__` (`_NODE_WHOLE`,
-`_Frozen.direct`) and gathers the values a delegate call may not write (`_Seen`) in batches;
+`Frozen.direct`) and gathers the values a delegate call may not write (`_Seen`) in batches;
 each must give what the dataclass constructors and a per-instruction scan give.
 """
 

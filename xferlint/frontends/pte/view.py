@@ -30,7 +30,7 @@ several chains), so findings locate as `model.pte:forward:instr 12 (aten::cos.ou
 
 import os
 from functools import lru_cache
-from itertools import chain, count, repeat
+from itertools import chain as _chain, count, repeat
 from operator import attrgetter
 from typing import NamedTuple, Optional
 
@@ -177,7 +177,7 @@ _NODE_FIELDS = ("index", "name", "kind", "target", "inputs", "outputs", "device"
 _NODE_WHOLE = _NODE.direct and tuple(_NODE.template) == _NODE_FIELDS
 
 
-_flatten = chain.from_iterable
+_flatten = _chain.from_iterable
 _ARGS = attrgetter("args")
 _OUTPUTS = attrgetter("outputs")
 
