@@ -61,6 +61,38 @@ def _fields(cls: type) -> tuple[dataclasses.Field, ...]:
     return dataclasses.fields(cls)
 
 
+def fast_constructor(cls: type) -> Any:
+    """A function that builds instances of frozen slotted dataclass `cls` like `cls(**kw)`,
+    fields by keyword, defaults the same, without the generated `__init__`'s
+    `object.__setattr__` per field (each slot set through its descriptor, in straight-line
+    code: a third of the cost; a check builds a Finding and a few Steps per finding).
+    Classes with a `__post_init__` or without slots get `cls` itself."""
+    spec = _fields(cls)
+    if hasattr(cls, "__post_init__") or not hasattr(cls, "__slots__") or any(not f.init for f in spec):
+        return cls
+    env: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
+    params, body = [], []
+    for k, f in enumerate(spec):
+        env[f"_set{k}"] = getattr(cls, f.name).__set__
+        if f.default is not dataclasses.MISSING:
+            env[f"_default{k}"] = f.default
+            params.append(f"{f.name}=_default{k}")
+            body.append(f" _set{k}(obj, {f.name})")
+        elif f.default_factory is not dataclasses.MISSING:
+            env[f"_factory{k}"] = f.default_factory
+            params.append(f"{f.name}=_MISSING")
+            body.append(f" _set{k}(obj, _factory{k}() if {f.name} is _MISSING else {f.name})")
+        else:
+            params.append(f.name)
+            body.append(f" _set{k}(obj, {f.name})")
+    env["_MISSING"] = dataclasses.MISSING
+    source = f"def new(*, {', '.join(params)}):\n obj = _new(_cls)\n" + "\n".join(body) + "\n return obj\n"
+    exec(source, env)  # noqa: S102 - generated from the class's own field names
+    new = env["new"]
+    new.__doc__ = f"`{cls.__name__}(**fields)`, without its generated __init__."
+    return new
+
+
 def to_json_text(obj: Any) -> str:
     """`json.dumps(to_jsonable(obj), indent=2, ensure_ascii=False)`, byte for byte, written
     in one walk over the dataclasses: no intermediate dicts, and the C string encoder for

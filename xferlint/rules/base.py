@@ -21,6 +21,7 @@ from xferlint.analyzer.facts import DeviceFacts
 from xferlint.analyzer.lattice import Device
 from xferlint.analyzer.view import MethodView, Node, OpKind, ProgramView, SourceLocation
 from xferlint.findings import Applicability, Finding, Location, Severity, Step
+from xferlint.serialize import fast_constructor
 
 DOC_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead", "Fix safety", "References")
 
@@ -193,10 +194,10 @@ class RuleContext:
         key = (node.index, node.name, role)
         found = self._steps.get(key)
         if found is None:
-            location = self.locate(node)
-            found = self._steps[key] = Step(node=node.name, target=node.target, role=role,
-                                            device=self.device_str(node),
-                                            location=_location(location) if location is not None else None)
+            location = self.locate(node) if node.location is not None or self.locatable() else None
+            found = self._steps[key] = _STEP(node=node.name, target=node.target, role=role,
+                                             device=self.device_str(node),
+                                             location=_location(location) if location is not None else None)
         return found
 
     def copy_bytes(self, node: Node) -> Optional[int]:
@@ -207,6 +208,8 @@ class RuleContext:
     def copies_bytes(self, nodes: Iterable[Node]) -> Optional[int]:
         """Bytes per call a set of copies moves, each once, all directions summed; None when any
         is symbolic or there are none."""
+        if type(nodes) is list and len(nodes) == 1:  # most findings are about one copy
+            return self.copy_bytes(nodes[0])
         unique = {n.name: n for n in nodes}
         total = 0
         for node in unique.values():
@@ -234,14 +237,22 @@ class RuleContext:
         bytes are theirs, summed (NOTES: one definition of bytes); without, `nbytes` is the
         tensor at issue. `removes` are the copies its fix deletes; they set `saves_bytes`.
         `location` overrides where the finding points (a line inside a delegate)."""
-        step = self.step
-        steps = [step(node, role) for node, role in path]
+        made, step = self._steps, self.step
+        # a Step made before (most of a path's, in a program of many findings) by one look-up
+        steps = [made.get((node.index, node.name, role)) or step(node, role) for node, role in path]
         if location is None and self.locatable():
             if anchor is not None:
                 location = self.locate(anchor)
             if location is None:
                 location = next((loc for n, _ in path for loc in (self.locate(n),) if loc is not None), None)
-        return Finding(
+        nbytes = self.copies_bytes(copies) if copies else nbytes
+        if not removes:
+            saves = None
+        elif copies and _same_nodes(removes, copies):  # a fix that removes what the finding is about
+            saves = nbytes
+        else:
+            saves = self.copies_bytes(removes)
+        return _FINDING(
             code=rule.code,
             name=rule.name,
             severity=rule.severity,
@@ -251,15 +262,15 @@ class RuleContext:
             method=self.method.name,
             nodes=[s.node for s in steps],
             devices=[s.device or "unknown" for s in steps],
-            bytes=self.copies_bytes(copies) if copies else nbytes,
+            bytes=nbytes,
             location=_location(location) if location is not None else None,
             file=self._file(),
             fixable=rule.fix_applicability is not None,
             fix_applicability=rule.fix_applicability,
             steps=steps,
-            copies=list(dict.fromkeys([n.name for n in copies])),
-            saves_bytes=self.copies_bytes(removes) if removes else None,
-            removes=list(dict.fromkeys([n.name for n in removes])),
+            copies=_names(copies),
+            saves_bytes=saves,
+            removes=_names(removes),
             detail=detail,
         )
 
@@ -271,6 +282,21 @@ class RuleContext:
         return memo[_FILE]
 
 
+def _names(nodes: Sequence[Node]) -> list[str]:
+    """The nodes' names, each once, in order."""
+    if len(nodes) < 2:
+        return [n.name for n in nodes]
+    return list(dict.fromkeys([n.name for n in nodes]))
+
+
+def _same_nodes(a: Sequence[Node], b: Sequence[Node]) -> bool:
+    """Whether two node lists hold the same nodes, in order (by identity: a Node compares
+    field by field in Python)."""
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
+
+
+# Finding, Step and Location without their generated __init__ (xferlint.serialize)
+_FINDING, _STEP, _LOCATION = fast_constructor(Finding), fast_constructor(Step), fast_constructor(Location)
 _LOCATABLE = ("locatable",)  # memo keys of RuleContext's once-per-method answers
 _FILE = ("file",)
 
@@ -280,7 +306,7 @@ def _location(loc: Optional[SourceLocation]) -> Optional[Location]:
     """One (immutable) Location per distinct source location, shared by every step and finding."""
     if loc is None:
         return None
-    return Location(file=loc.file, line=loc.line, column=loc.column, function=loc.function, code=loc.code)
+    return _LOCATION(file=loc.file, line=loc.line, column=loc.column, function=loc.function, code=loc.code)
 
 
 def _round_half_even(numerator: int, denominator: int) -> int:

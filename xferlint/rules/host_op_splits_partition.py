@@ -83,32 +83,29 @@ def host_segments(facts: DeviceFacts) -> list[HostSegment]:
 def _segments_for(facts: DeviceFacts, device: Device, host: set[int], d2hs: list[Node],
                   h2ds: list[Node]) -> list[HostSegment]:
     nodes = facts.method.nodes
-    seen: dict[tuple[int, str], list[Node]] = {}
+    seen: dict[int, set[int]] = {}
 
-    def reaching_writers(reader: Node, vid: str) -> list[Node]:
-        """`facts.reaching_writers`, once per read: the passes below ask about each up to four times."""
-        key = (reader.index, vid)
-        found = seen.get(key)
+    def sources(i: int) -> set[int]:
+        """The nodes whose writes node `i`'s reads can see (always, in SSA views; over a
+        .pte's CFG only the writes that reach the read: a slot written after an H2D read
+        it, like a buffer's write-back, is no path to that H2D), once per node: every pass
+        below asks. `i` sees `w` exactly when it reads some value `w` writes and that
+        write reaches it."""
+        found = seen.get(i)
         if found is None:
-            found = seen[key] = facts.reaching_writers(reader, vid)
+            node = nodes[i]
+            found = seen[i] = {w.index for v in node.inputs for w in facts.reaching_writers(node, v)}
         return found
 
-    def sees(reader: Node, vid: str, writer: Node) -> bool:
-        """Whether `reader`'s read of `vid` can see `writer`'s write (always in SSA views;
-        over a .pte's CFG only when the write reaches the read: a slot written after an
-        H2D read it, like a buffer's write-back, is no path to that H2D)."""
-        index = writer.index
-        return any(w.index == index for w in reaching_writers(reader, vid))
+    def host_readers(i: int):
+        """The indices of the host ops that read what node `i` writes and see that write."""
+        return (r.index for v in nodes[i].outputs for r in facts.readers(v)
+                if r.index in host and i in sources(r.index))
 
-    forward = _reach(
-        (r.index for d in d2hs for v in d.outputs for r in facts.readers(v) if r.index in host and sees(r, v, d)),
-        lambda i: (r.index for v in nodes[i].outputs for r in facts.readers(v)
-                   if r.index in host and sees(r, v, nodes[i])),
-    )
-    backward = _reach(
-        (w.index for h in h2ds for w in reaching_writers(h, h.inputs[0]) if w.index in host),
-        lambda i: (w.index for v in nodes[i].inputs for w in reaching_writers(nodes[i], v) if w.index in host),
-    )
+    exits_of = {h.index: [w for w in facts.reaching_writers(h, h.inputs[0]) if w.index in host] for h in h2ds}
+    forward = _reach((r for d in d2hs for r in host_readers(d.index)), host_readers)
+    backward = _reach((w.index for h in h2ds for w in exits_of[h.index]),
+                      lambda i: (w for w in sources(i) if w in host))
     split = forward & backward
     if not split:
         return []
@@ -122,10 +119,9 @@ def _segments_for(facts: DeviceFacts, device: Device, host: set[int], d2hs: list
         return i
 
     for i in split:
-        for v in nodes[i].inputs:
-            for w in reaching_writers(nodes[i], v):
-                if w.index in split:
-                    parent[find(i)] = find(w.index)
+        for w in sources(i):
+            if w in split:
+                parent[find(i)] = find(w)
 
     groups: dict[int, list[int]] = {}
     for i in sorted(split):
@@ -134,12 +130,11 @@ def _segments_for(facts: DeviceFacts, device: Device, host: set[int], d2hs: list
     # not one per segment (quadratic in a program with thousands of segments).
     entries: dict[int, list[Node]] = {}
     for d in d2hs:
-        for root in dict.fromkeys(find(r.index) for v in d.outputs for r in facts.readers(v)
-                                  if r.index in split and sees(r, v, d)):
+        for root in dict.fromkeys(find(r) for r in host_readers(d.index) if r in split):
             entries.setdefault(root, []).append(d)
     exits: dict[int, list[Node]] = {}
     for h in h2ds:
-        for root in dict.fromkeys(find(w.index) for w in reaching_writers(h, h.inputs[0]) if w.index in split):
+        for root in dict.fromkeys(find(w.index) for w in exits_of[h.index] if w.index in split):
             exits.setdefault(root, []).append(h)
     result = []
     for root, members in groups.items():
