@@ -38,6 +38,9 @@ def constant_origin(facts: DeviceFacts, reader: Node, vid: str,
     size list), or the host result of pure ops (or factories) over constant values only.
     A value something writes in place is not constant.
     """
+    writers = facts.writers(vid)
+    if writers and not any(w.kind in _CONSTANT_WRITERS for w in writers):
+        return None  # written only by other kinds (a method input, most often): no write it sees is constant
     memo = {} if _memo is None else _memo
     key = (reader.index, vid)
     if key in memo:

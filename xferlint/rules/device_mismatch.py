@@ -180,10 +180,15 @@ class DeviceMismatch(Rule):
         facts = ctx.facts
         expected = node.device or CPU
         bad = []  # one device look-up per operand: a delegate may read 100,000
+        differs: dict[int, bool] = {}  # id(device) -> whether it is another device (a Device compares in Python)
         for v in node.inputs:
             if v not in tainted:
                 device = facts.device(v)
-                if isinstance(device, Device) and device is not expected and device != expected and _tensor(facts, v):
+                other = differs.get(id(device))  # the solved devices outlive this loop: ids stay theirs
+                if other is None:
+                    other = differs[id(device)] = (isinstance(device, Device) and device is not expected
+                                                   and device != expected)
+                if other and _tensor(facts, v):
                     bad.append((v, device))
         if not bad:
             return None
@@ -318,13 +323,15 @@ def _short_grouped(ctx: RuleContext, pairs: list[tuple[str, Device]], reader: st
 
 
 def _declared_mismatch(facts: DeviceFacts, vid: str) -> bool:
-    value = facts.value(vid)  # once, not once per question (every input and constant asks)
+    # the dicts behind facts.value and facts.device, read directly: every input and
+    # constant asks (100,000 of them in a wide program), and most answer at the first test
+    value = facts.method.values.get(vid)
     if value is None or value.tensor is None:
         return False
     recorded = value.spec_device if value.spec_device is not None else value.declared_device
     if not isinstance(recorded, Device):
         return False
-    inferred = facts.device(vid)
+    inferred = facts.devices.get(vid)  # facts.device's default (UNREACHED) is no Device either
     return isinstance(inferred, Device) and recorded is not inferred and recorded != inferred
 
 
