@@ -234,3 +234,15 @@ def test_fast_constructors_build_what_the_classes_build():
         make(**required, colour="red")
     with pytest.raises(AttributeError):  # still frozen
         make(**required).code = "XF002"
+
+
+def test_fast_constructor_of_a_dict_backed_dataclass():
+    """RoundTrip (not slotted): the instance dict `__init__` leaves, so equality, hashing
+    and cached properties behave the same."""
+    from xferlint.rules._patterns import RoundTrip
+
+    node = Node(index=0, name="n", kind=OpKind.D2H, target="t")
+    fields = dict(producer=None, d2h=node, h2d=node, consumers=(node,), value="v", source=CUDA0, target=CUDA0)
+    fast, slow = fast_constructor(RoundTrip)(**fields), RoundTrip(**fields)
+    assert fast == slow and hash(fast) == hash(slow) and vars(fast) == vars(slow)
+    assert fast.same_device and not fast_constructor(RoundTrip)(**dict(fields, target=CUDA1)).same_device

@@ -62,30 +62,34 @@ def _fields(cls: type) -> tuple[dataclasses.Field, ...]:
 
 
 def fast_constructor(cls: type) -> Any:
-    """A function that builds instances of frozen slotted dataclass `cls` like `cls(**kw)`,
-    fields by keyword, defaults the same, without the generated `__init__`'s
-    `object.__setattr__` per field (each slot set through its descriptor, in straight-line
-    code: a third of the cost; a check builds a Finding and a few Steps per finding).
-    Classes with a `__post_init__` or without slots get `cls` itself."""
+    """A function that builds instances of frozen dataclass `cls` like `cls(**kw)`, fields
+    by keyword, defaults the same, without the generated `__init__`'s `object.__setattr__`
+    per field: straight-line code that sets each slot through its descriptor (slotted
+    classes) or fills the instance dict as `__init__` leaves it (a third of the cost; a
+    check builds a Finding and a few Steps per finding). Classes with a `__post_init__` or
+    fields outside `__init__` get `cls` itself."""
     spec = _fields(cls)
-    if hasattr(cls, "__post_init__") or not hasattr(cls, "__slots__") or any(not f.init for f in spec):
+    if hasattr(cls, "__post_init__") or any(not f.init for f in spec):
         return cls
-    env: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
-    params, body = [], []
+    slotted = "__slots__" in vars(cls)
+    env: dict[str, Any] = {"_new": object.__new__, "_cls": cls, "_MISSING": dataclasses.MISSING}
+    params, body = [], [] if slotted else [" state = obj.__dict__"]
     for k, f in enumerate(spec):
-        env[f"_set{k}"] = getattr(cls, f.name).__set__
+        value = f.name
         if f.default is not dataclasses.MISSING:
             env[f"_default{k}"] = f.default
             params.append(f"{f.name}=_default{k}")
-            body.append(f" _set{k}(obj, {f.name})")
         elif f.default_factory is not dataclasses.MISSING:
             env[f"_factory{k}"] = f.default_factory
             params.append(f"{f.name}=_MISSING")
-            body.append(f" _set{k}(obj, _factory{k}() if {f.name} is _MISSING else {f.name})")
+            value = f"_factory{k}() if {f.name} is _MISSING else {f.name}"
         else:
             params.append(f.name)
-            body.append(f" _set{k}(obj, {f.name})")
-    env["_MISSING"] = dataclasses.MISSING
+        if slotted:
+            env[f"_set{k}"] = getattr(cls, f.name).__set__
+            body.append(f" _set{k}(obj, {value})")
+        else:
+            body.append(f" state[{f.name!r}] = {value}")
     source = f"def new(*, {', '.join(params)}):\n obj = _new(_cls)\n" + "\n".join(body) + "\n return obj\n"
     exec(source, env)  # noqa: S102 - generated from the class's own field names
     new = env["new"]

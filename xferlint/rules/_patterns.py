@@ -8,6 +8,7 @@ from typing import Optional
 from xferlint.analyzer.facts import DeviceFacts
 from xferlint.analyzer.lattice import Device
 from xferlint.analyzer.view import Node, OpKind
+from xferlint.serialize import fast_constructor
 
 
 @dataclass(frozen=True)
@@ -24,7 +25,7 @@ class RoundTrip:
 
     @property
     def same_device(self) -> bool:
-        return self.source == self.target
+        return self.source is self.target or self.source == self.target  # a Device compares in Python
 
     def path(self) -> list[tuple[Node, str]]:
         """The transfer path with roles: producer, d2h, h2d, first consumer."""
@@ -45,7 +46,7 @@ def round_trip_at(facts: DeviceFacts, h2d: Node) -> Optional[RoundTrip]:
     source = facts.device(value)
     if not isinstance(source, Device) or source.is_host:
         return None
-    return RoundTrip(
+    return _ROUND_TRIP(
         producer=facts.writer(value),
         d2h=d2h,
         h2d=h2d,
@@ -54,6 +55,9 @@ def round_trip_at(facts: DeviceFacts, h2d: Node) -> Optional[RoundTrip]:
         source=source,
         target=h2d.device,
     )
+
+
+_ROUND_TRIP = fast_constructor(RoundTrip)  # one per H2D of a device value: without the dataclass __init__
 
 
 def round_trips(facts: DeviceFacts):

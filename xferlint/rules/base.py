@@ -55,13 +55,19 @@ class RuleContext:
     _steps: dict = field(default_factory=dict, compare=False, repr=False)
     _device_texts: dict = field(default_factory=dict, compare=False, repr=False)  # id(device) -> str
     _devices_seen: list = field(default_factory=list, compare=False, repr=False)
+    _copy_bytes: dict = field(default_factory=dict, compare=False, repr=False)  # (index, name) -> copy_bytes
 
     # -- describing nodes ---------------------------------------------------------
     def device_str(self, node: Node) -> Optional[str]:
         if node.kind is OpKind.DELEGATE:
             return self._device_text(node.device) if node.device else "cpu"
-        device = self.facts.device(node.output)
+        # facts.device(node.output), from the dict behind it: a step asks once per node and role
+        device = self.facts.devices.get(node.outputs[0]) if node.outputs else None
         return self._device_text(device) if isinstance(device, Device) else None
+
+    def device_text(self, device: Device) -> str:
+        """`str(device)`, memoised (see `_device_text`): messages name devices many times."""
+        return self._device_text(device)
 
     def _device_text(self, device: Device) -> str:
         """`str(device)`, once per device object: the view and the facts share a few, and a
@@ -194,16 +200,26 @@ class RuleContext:
         key = (node.index, node.name, role)
         found = self._steps.get(key)
         if found is None:
-            location = self.locate(node) if node.location is not None or self.locatable() else None
+            location = node.location
+            if location is None and self.locatable():
+                location = self.locate(node)
             found = self._steps[key] = _STEP(node=node.name, target=node.target, role=role,
                                              device=self.device_str(node),
                                              location=_location(location) if location is not None else None)
         return found
 
     def copy_bytes(self, node: Node) -> Optional[int]:
-        """Bytes one copy node moves per call: its result's, else its operand's; None when symbolic."""
+        """Bytes one copy node moves per call: its result's, else its operand's; None when symbolic.
+        Memoised per node: a finding's message, bytes and savings each sum its copies."""
+        sizes = self._copy_bytes
+        key = (node.index, node.name)
+        if key in sizes:
+            return sizes[key]
         nbytes = self.facts.nbytes(node.output)
-        return nbytes if nbytes is not None or not node.inputs else self.facts.nbytes(node.inputs[0])
+        if nbytes is None and node.inputs:
+            nbytes = self.facts.nbytes(node.inputs[0])
+        sizes[key] = nbytes
+        return nbytes
 
     def copies_bytes(self, nodes: Iterable[Node]) -> Optional[int]:
         """Bytes per call a set of copies moves, each once, all directions summed; None when any

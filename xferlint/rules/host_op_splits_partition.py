@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from xferlint.analyzer.facts import DeviceFacts
-from xferlint.analyzer.lattice import CPU, Device
+from xferlint.analyzer.lattice import CPU, UNREACHED, Device
 from xferlint.analyzer.view import Node, OpKind
 from xferlint.rules._patterns import tick
 from xferlint.rules import _words as words
@@ -44,8 +44,10 @@ def is_cpu_delegate(node: Node) -> bool:
 
 
 def is_host_op(node: Node, facts: DeviceFacts) -> bool:
-    return ((node.kind in HOST_OP_KINDS or is_cpu_delegate(node)) and bool(node.outputs)
-            and all(_on_host(facts.device(v)) for v in node.outputs))
+    if not (node.kind in HOST_OP_KINDS or is_cpu_delegate(node)) or not node.outputs:
+        return False
+    devices = facts.devices  # facts.device's dict: every host op of the method is asked about
+    return all(_on_host(devices.get(v, UNREACHED)) for v in node.outputs)
 
 
 def _on_host(device) -> bool:
@@ -102,10 +104,11 @@ def _segments_for(facts: DeviceFacts, device: Device, host: set[int], d2hs: list
         return (r.index for v in nodes[i].outputs for r in facts.readers(v)
                 if r.index in host and i in sources(r.index))
 
-    exits_of = {h.index: [w for w in facts.reaching_writers(h, h.inputs[0]) if w.index in host] for h in h2ds}
-    forward = _reach((r for d in d2hs for r in host_readers(d.index)), host_readers)
-    backward = _reach((w.index for h in h2ds for w in exits_of[h.index]),
-                      lambda i: (w for w in sources(i) if w in host))
+    # what each copy touches, once: the reaches start there and the segments' copies are found there
+    entries_of = {d.index: list(host_readers(d.index)) for d in d2hs}
+    exits_of = {h.index: [w.index for w in facts.reaching_writers(h, h.inputs[0]) if w.index in host] for h in h2ds}
+    forward = _reach([r for found in entries_of.values() for r in found], host_readers)
+    backward = _reach([w for found in exits_of.values() for w in found], lambda i: (w for w in sources(i) if w in host))
     split = forward & backward
     if not split:
         return []
@@ -130,11 +133,11 @@ def _segments_for(facts: DeviceFacts, device: Device, host: set[int], d2hs: list
     # not one per segment (quadratic in a program with thousands of segments).
     entries: dict[int, list[Node]] = {}
     for d in d2hs:
-        for root in dict.fromkeys(find(r) for r in host_readers(d.index) if r in split):
+        for root in _roots(entries_of[d.index], split, find):
             entries.setdefault(root, []).append(d)
     exits: dict[int, list[Node]] = {}
     for h in h2ds:
-        for root in dict.fromkeys(find(w.index) for w in exits_of[h.index] if w.index in split):
+        for root in _roots(exits_of[h.index], split, find):
             exits.setdefault(root, []).append(h)
     result = []
     for root, members in groups.items():
@@ -143,6 +146,13 @@ def _segments_for(facts: DeviceFacts, device: Device, host: set[int], d2hs: list
         ops = tuple(nodes[i] for i in members if nodes[i].kind != OpKind.GETITEM) or tuple(nodes[i] for i in members)
         result.append(HostSegment(device=device, d2hs=entry, host_ops=ops, h2ds=exit_))
     return result
+
+
+def _roots(members: list[int], split: set[int], find) -> list[int]:
+    """The segments (by root) that the nodes `members` of a copy's touch, each once, in order."""
+    if len(members) == 1:  # most copies touch one host op
+        return [find(members[0])] if members[0] in split else []
+    return list(dict.fromkeys(find(i) for i in members if i in split))
 
 
 def _reach(start, step) -> set[int]:
