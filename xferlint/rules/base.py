@@ -224,8 +224,13 @@ class RuleContext:
     def copies_bytes(self, nodes: Iterable[Node]) -> Optional[int]:
         """Bytes per call a set of copies moves, each once, all directions summed; None when any
         is symbolic or there are none."""
-        if type(nodes) is list and len(nodes) == 1:  # most findings are about one copy
-            return self.copy_bytes(nodes[0])
+        if type(nodes) is list and len(nodes) < 3 and nodes:  # most findings are about one or two copies
+            first = self.copy_bytes(nodes[0])
+            if len(nodes) == 1 or first is None:
+                return first
+            if nodes[1].name != nodes[0].name:
+                second = self.copy_bytes(nodes[1])
+                return None if second is None else first + second
         unique = {n.name: n for n in nodes}
         total = 0
         for node in unique.values():
@@ -306,9 +311,11 @@ def _names(nodes: Sequence[Node]) -> list[str]:
 
 
 def _same_nodes(a: Sequence[Node], b: Sequence[Node]) -> bool:
-    """Whether two node lists hold the same nodes, in order (by identity: a Node compares
-    field by field in Python)."""
-    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
+    """Whether two node lists hold the same nodes, in any order (by identity: a Node
+    compares field by field in Python), so that their copies' bytes are the same."""
+    if len(a) != len(b):
+        return False
+    return all(x is y for x, y in zip(a, b)) or {id(x) for x in a} == {id(y) for y in b}
 
 
 # Finding, Step and Location without their generated __init__ (xferlint.serialize)
