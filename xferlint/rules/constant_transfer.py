@@ -163,8 +163,9 @@ class ConstantTransfer(Rule):
     def check(self, ctx: RuleContext):
         facts = ctx.facts
         memo: dict = {}
+        h2d = OpKind.H2D  # once: an enum member look-up costs ~65 ns, per node
         for node in ctx.method.nodes:
-            if node.kind != OpKind.H2D or not node.inputs or node.device is None or node.device.is_host:
+            if node.kind != h2d or not node.inputs or node.device is None or node.device.is_host:
                 continue
             origin = constant_origin(facts, node, node.inputs[0], memo)
             if origin is None:
