@@ -25,6 +25,10 @@ from xferlint.serialize import fast_constructor
 
 DOC_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead", "Fix safety", "References")
 
+# OpKind members as module constants: `OpKind.X` looks the member up through the enum's
+# metaclass (~65 ns), and these tests run per node or per finding.
+_DELEGATE, _H2D, _TO_DEVICE, _GETITEM = OpKind.DELEGATE, OpKind.H2D, OpKind.TO_DEVICE, OpKind.GETITEM
+
 
 @dataclass(frozen=True)
 class Example:
@@ -59,7 +63,7 @@ class RuleContext:
 
     # -- describing nodes ---------------------------------------------------------
     def device_str(self, node: Node) -> Optional[str]:
-        if node.kind is OpKind.DELEGATE:
+        if node.kind is _DELEGATE:
             return self._device_text(node.device) if node.device else "cpu"
         # facts.device(node.output), from the dict behind it: a step asks once per node and role
         device = self.facts.devices.get(node.outputs[0]) if node.outputs else None
@@ -112,12 +116,12 @@ class RuleContext:
         return found
 
     def _locate(self, node: Node) -> Optional[SourceLocation]:
-        if node.kind == OpKind.DELEGATE:
+        if node.kind == _DELEGATE:
             return next((loc for vid in node.outputs for loc in (self._located_reader(vid),) if loc), None)
-        if node.kind in (OpKind.H2D, OpKind.TO_DEVICE):
+        if node.kind in (_H2D, _TO_DEVICE):
             found = self._located_reader(node.output)
             if found is None:
-                found = next((loc for c in self.facts.readers(node.output) if c.kind == OpKind.DELEGATE
+                found = next((loc for c in self.facts.readers(node.output) if c.kind == _DELEGATE
                               for loc in (self._inside_reading(c, node.output) or self.locate(c),) if loc), None)
             if found is not None:
                 return found
@@ -173,9 +177,9 @@ class RuleContext:
     def _inside_writing(self, node: Node) -> Optional[SourceLocation]:
         """For a delegate's result (or its getitem), the line of the op inside the delegate
         that produced it."""
-        vid = node.inputs[0] if node.kind == OpKind.GETITEM and node.inputs else None
+        vid = node.inputs[0] if node.kind == _GETITEM and node.inputs else None
         writer = self.facts.writer(vid) if vid is not None else None
-        if writer is None or writer.kind != OpKind.DELEGATE or writer.delegate is None:
+        if writer is None or writer.kind != _DELEGATE or writer.delegate is None:
             return None
         if not writer.delegate.output_writers:
             return None

@@ -22,6 +22,10 @@ REWIRABLE = frozenset(
     {OpKind.COMPUTE, OpKind.DELEGATE, OpKind.H2D, OpKind.D2H, OpKind.TO_DEVICE, OpKind.ALIAS, OpKind.GETITEM}
 )
 
+# OpKind members as module constants: `OpKind.X` looks the member up through the enum's
+# metaclass (~65 ns), and these tests run per node or per finding.
+_H2D, _TO_DEVICE, _D2H, _UNKNOWN = OpKind.H2D, OpKind.TO_DEVICE, OpKind.D2H, OpKind.UNKNOWN
+
 
 @dataclass(frozen=True)
 class DuplicateCopy:
@@ -36,9 +40,9 @@ class DuplicateCopy:
 def copy_target(node: Node) -> Optional[Device]:
     """Where a copy node puts its result: the H2D's (or a device-to-device `.to()`'s)
     device, host for a D2H."""
-    if node.kind in (OpKind.H2D, OpKind.TO_DEVICE):
+    if node.kind in (_H2D, _TO_DEVICE):
         return node.device
-    if node.kind == OpKind.D2H:
+    if node.kind == _D2H:
         return CPU
     return None
 
@@ -65,7 +69,7 @@ def duplicate_copies(facts: DeviceFacts) -> Iterator[DuplicateCopy]:
             if seen is None:
                 seen = earlier[key] = _Earlier()
             seen.add(facts, node)
-        elif node.kind != OpKind.H2D or not _same_device_trip(facts, node):
+        elif node.kind != _H2D or not _same_device_trip(facts, node):
             yield DuplicateCopy(first=first, duplicate=node, value=node.inputs[0], device=target)
 
 
@@ -154,7 +158,7 @@ def _writer_between(facts: DeviceFacts, vid: str, start: int, end: int) -> Optio
     if facts.in_place_reader(vid) is None:  # the common case, cached
         return None
     return next((r for r in facts.readers(vid)
-                 if (r.mutates or r.kind == OpKind.UNKNOWN) and start < r.index < end), None)
+                 if (r.mutates or r.kind == _UNKNOWN) and start < r.index < end), None)
 
 
 def applicability(facts: DeviceFacts, dup: DuplicateCopy) -> Optional[Applicability]:

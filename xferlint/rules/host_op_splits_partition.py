@@ -27,6 +27,10 @@ from xferlint.rules.base import Example, Rule, RuleContext, format_bytes
 HOST_OP_KINDS = frozenset({OpKind.COMPUTE, OpKind.ALIAS, OpKind.GETITEM})
 _SHOWN = 4  # host ops named in a message before "and N more"
 
+# OpKind members as module constants: `OpKind.X` looks the member up through the enum's
+# metaclass (~65 ns), and these tests run per node or per finding.
+_DELEGATE, _GETITEM, _COMPUTE = OpKind.DELEGATE, OpKind.GETITEM, OpKind.COMPUTE
+
 
 @dataclass(frozen=True)
 class HostSegment:
@@ -40,7 +44,7 @@ class HostSegment:
 
 def is_cpu_delegate(node: Node) -> bool:
     """A delegate call without a device `target_device`: host compute."""
-    return node.kind == OpKind.DELEGATE and (node.device is None or node.device.is_host)
+    return node.kind == _DELEGATE and (node.device is None or node.device.is_host)
 
 
 def is_host_op(node: Node, facts: DeviceFacts) -> bool:
@@ -62,7 +66,7 @@ def host_segments(facts: DeviceFacts) -> list[HostSegment]:
     host: set[int] = set()
     leaving: list[tuple[object, Node]] = []
     entering: list[tuple[Device, Node]] = []
-    d2h, h2d, delegate = OpKind.D2H, OpKind.H2D, OpKind.DELEGATE  # once: ~65 ns an enum member look-up
+    d2h, h2d, delegate = OpKind.D2H, OpKind.H2D, _DELEGATE  # once: an enum member look-up is ~65 ns
     for n in nodes:
         kind = n.kind
         if kind is d2h:
@@ -167,7 +171,7 @@ def _segments_for(facts: DeviceFacts, device: Device, host: set[int], d2hs: list
     for root, members in groups.items():
         entry, exit_ = tuple(entries.get(root, ())), tuple(exits.get(root, ()))
         # getitems of a host op's tuple result connect the segment but are not ops of their own
-        ops = tuple(nodes[i] for i in members if nodes[i].kind != OpKind.GETITEM) or tuple(nodes[i] for i in members)
+        ops = tuple(nodes[i] for i in members if nodes[i].kind != _GETITEM) or tuple(nodes[i] for i in members)
         result.append(HostSegment(device=device, d2hs=entry, host_ops=ops, h2ds=exit_))
     return result
 
@@ -360,7 +364,7 @@ def _op_kinds(nodes) -> list[str]:
     for n in nodes:
         if is_cpu_delegate(n):
             kinds.extend(_inner_kinds(n))
-        elif n.kind == OpKind.COMPUTE:
+        elif n.kind == _COMPUTE:
             kinds.append(op_name(n.target))
     if not kinds and nodes and not is_cpu_delegate(nodes[0]):
         kinds.append(op_name(nodes[0].target))
@@ -387,9 +391,9 @@ def op_name(target: str) -> str:
 
 def _delegate_behind(facts: DeviceFacts, node: Node):
     """The delegate whose result `node` (a getitem, usually) carries, else the node."""
-    if node.kind == OpKind.GETITEM and node.inputs:
+    if node.kind == _GETITEM and node.inputs:
         writer = facts.writer(node.inputs[0])
-        if writer is not None and writer.kind == OpKind.DELEGATE:
+        if writer is not None and writer.kind == _DELEGATE:
             return writer
     return node
 
