@@ -61,140 +61,139 @@ def _fields(cls: type) -> tuple[dataclasses.Field, ...]:
     return dataclasses.fields(cls)
 
 
+def fast_constructor(cls: type) -> Any:
+    """A function that builds instances of frozen dataclass `cls` like `cls(**kw)`, fields
+    by keyword, defaults the same, without the generated `__init__`'s `object.__setattr__`
+    per field: straight-line code that sets each slot through its descriptor (slotted
+    classes) or fills the instance dict as `__init__` leaves it (a third of the cost; a
+    check builds a Finding and a few Steps per finding). Classes with a `__post_init__` or
+    fields outside `__init__` get `cls` itself."""
+    spec = _fields(cls)
+    if hasattr(cls, "__post_init__") or any(not f.init for f in spec):
+        return cls
+    slotted = "__slots__" in vars(cls)
+    env: dict[str, Any] = {"_new": object.__new__, "_cls": cls, "_MISSING": dataclasses.MISSING}
+    params, body = [], [] if slotted else [" state = obj.__dict__"]
+    for k, f in enumerate(spec):
+        value = f.name
+        if f.default is not dataclasses.MISSING:
+            env[f"_default{k}"] = f.default
+            params.append(f"{f.name}=_default{k}")
+        elif f.default_factory is not dataclasses.MISSING:
+            env[f"_factory{k}"] = f.default_factory
+            params.append(f"{f.name}=_MISSING")
+            value = f"_factory{k}() if {f.name} is _MISSING else {f.name}"
+        else:
+            params.append(f.name)
+        if slotted:
+            env[f"_set{k}"] = getattr(cls, f.name).__set__
+            body.append(f" _set{k}(obj, {value})")
+        else:
+            body.append(f" state[{f.name!r}] = {value}")
+    source = f"def new(*, {', '.join(params)}):\n obj = _new(_cls)\n" + "\n".join(body) + "\n return obj\n"
+    exec(source, env)  # noqa: S102 - generated from the class's own field names
+    new = env["new"]
+    new.__doc__ = f"`{cls.__name__}(**fields)`, without its generated __init__."
+    return new
+
+
 def to_json_text(obj: Any) -> str:
     """`json.dumps(to_jsonable(obj), indent=2, ensure_ascii=False)`, byte for byte, written
     in one walk over the dataclasses: no intermediate dicts, and the C string encoder for
     every string (with `indent`, json.dumps falls back to its pure-Python encoder, which
     yields a chunk per token: most of a report's output time)."""
-    out: list[str] = []
-    _write_json(obj, "\n", out)
-    return "".join(out)
+    return _text(obj, "\n")
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Layout:
-    """How one dataclass is written at one indentation: its field values fetched in one
-    C call, and the text before each (`{` or `,`, the newline and indent, the key)."""
-
-    values: Any  # obj -> tuple of its field values, in declared order
-    prefixes: tuple[str, ...]
-    inner: str  # the indentation of the fields
-    close: str  # the newline, the object's own indentation and `}`
-
-
-_LAYOUTS: dict[type, Optional[dict[str, _Layout]]] = {}  # per class: per indentation; None: no dataclass
-
-
-def _layout(cls: type, pad: str) -> Optional[_Layout]:
-    by_pad = _LAYOUTS.get(cls, ())
-    if by_pad == ():
-        by_pad = _LAYOUTS[cls] = {} if dataclasses.is_dataclass(cls) else None
-    if by_pad is None:
-        return None
-    layout = by_pad.get(pad)
-    if layout is None:
-        names = tuple(f.name for f in _fields(cls))
-        inner = pad + "  "
-        getter = operator.attrgetter(*names) if len(names) > 1 else (lambda obj: (getattr(obj, names[0]),))
-        prefixes = tuple(("{" if k == 0 else ",") + inner + _encode_string(name) + ": " for k, name in enumerate(names))
-        layout = by_pad[pad] = _Layout(values=getter, prefixes=prefixes, inner=inner, close=pad + "}")
-    return layout
-
-
-def _write_json(obj: Any, pad: str, out: list) -> None:
+def _text(obj: Any, pad: str) -> str:
+    """The JSON text of `obj` at indentation `pad` (a newline and spaces)."""
     cls = type(obj)
     if cls is str:
-        out.append(_encode_string(obj))
-    elif obj is None:
-        out.append("null")
-    elif cls is bool:
-        out.append("true" if obj else "false")
-    elif cls is int:
-        out.append(int.__repr__(obj))
-    elif cls is float:
-        out.append(_FLOAT(obj))
-    elif cls is list or cls is tuple:
-        _write_list(obj, pad, out)
-    else:
-        layout = _layout(cls, pad)
-        if layout is not None:
-            _write_fields(obj, layout, out)
-        elif isinstance(obj, enum.Enum):
-            _write_json(obj.value, pad, out)
-        elif isinstance(obj, (list, tuple)):
-            _write_list(obj, pad, out)
-        elif isinstance(obj, dict):
-            _write_object(((str(k), v) for k, v in obj.items()), bool(obj), pad, out)
-        else:
-            out.append(json.dumps(obj, ensure_ascii=False))  # a subclass of a scalar: json decides
+        return _encode_string(obj)
+    if obj is None:
+        return "null"
+    if cls is bool:
+        return "true" if obj else "false"
+    if cls is int:
+        return int.__repr__(obj)
+    if cls is float:
+        return _FLOAT(obj)
+    if cls is list or cls is tuple:
+        return _list_text(obj, pad)
+    writer = _writer(cls, pad)
+    if writer is not None:
+        return writer(obj)
+    if isinstance(obj, enum.Enum):
+        return _text(obj.value, pad)
+    if isinstance(obj, (list, tuple)):
+        return _list_text(obj, pad)
+    if isinstance(obj, dict):
+        return _object_text([(str(k), v) for k, v in obj.items()], pad)
+    return json.dumps(obj, ensure_ascii=False)  # a subclass of a scalar: json decides
 
 
-def _write_fields(obj: Any, layout: _Layout, out: list) -> None:
-    """A dataclass: its scalars (most of a finding) written here, containers and enums by
-    `_write_list` and `_write_json` (a call per scalar was most of a report's output time)."""
-    if not layout.prefixes:
-        out.append("{}")
-        return
-    append = out.append
-    inner = layout.inner
-    for prefix, value in zip(layout.prefixes, layout.values(obj)):
-        cls = type(value)
-        if cls is str:
-            append(prefix + _encode_string(value))
-        elif value is None:
-            append(prefix + "null")
-        elif cls is bool:
-            append(prefix + ("true" if value else "false"))
-        elif cls is int:
-            append(prefix + int.__repr__(value))
-        else:
-            append(prefix)
-            if cls is list:
-                _write_list(value, inner, out)
-            else:
-                _write_json(value, inner, out)
-    append(layout.close)
+_WRITERS: dict[type, Optional[dict[str, Any]]] = {}  # per class: per indentation; None: no dataclass
 
 
-def _write_list(items: Any, pad: str, out: list) -> None:
-    if not items:
-        out.append("[]")
-        return
+def _writer(cls: type, pad: str) -> Any:
+    """The text function of dataclass `cls` at indentation `pad` (None for other classes):
+    generated once, straight-line, its field values fetched in one C call, each string
+    encoded in place and every other value through `_text` (a call per scalar, or a loop
+    over the fields, was most of a report's output time)."""
+    by_pad = _WRITERS.get(cls, ())
+    if by_pad == ():
+        by_pad = _WRITERS[cls] = {} if dataclasses.is_dataclass(cls) else None
+    if by_pad is None:
+        return None
+    writer = by_pad.get(pad)
+    if writer is None:
+        writer = by_pad[pad] = _compile_writer(tuple(f.name for f in _fields(cls)), pad)
+    return writer
+
+
+def _compile_writer(names: tuple[str, ...], pad: str) -> Any:
+    if not names:
+        return lambda obj: "{}"
     inner = pad + "  "
-    if type(items[0]) is str:
+    env: dict[str, Any] = {"_enc": _encode_string, "_text": _text, "_str": str, "_inner": inner, "_join": "".join,
+                           "_close": pad + "}",
+                           "_values": operator.attrgetter(*names) if len(names) > 1 else None}
+    parts = []
+    for k, name in enumerate(names):
+        env[f"_p{k}"] = ("{" if k == 0 else ",") + inner + _encode_string(name) + ": "
+        parts.append(f"_p{k}, _enc(v{k}) if type(v{k}) is _str else _text(v{k}, _inner)")
+    fetch = (f"({', '.join(f'v{k}' for k in range(len(names)))},) = _values(obj)" if len(names) > 1
+             else f"v0 = obj.{names[0]}")
+    # one join: a chain of `+` would copy the growing text once per field
+    source = f"def write(obj):\n {fetch}\n return _join(({', '.join(parts)}, _close))\n"
+    exec(source, env)  # noqa: S102 - generated from the class's own field names
+    return env["write"]
+
+
+def _list_text(items: Any, pad: str) -> str:
+    if not items:
+        return "[]"
+    inner = pad + "  "
+    first = items[0]
+    if type(first) is str:
         try:  # a list of strings (a finding's nodes, devices, copies) in one C pass
-            out.append("[" + inner + ("," + inner).join(map(_encode_string, items)) + pad + "]")
-            return
+            return "[" + inner + ("," + inner).join(map(_encode_string, items)) + pad + "]"
         except TypeError:  # some later item is no string
             pass
-    kind = type(items[0])
-    layout = _layout(kind, inner)  # a list of findings, of steps: one layout for all
-    out.append("[")
-    first = True
-    for item in items:
-        out.append(inner if first else "," + inner)
-        first = False
-        if layout is not None and type(item) is kind:
-            _write_fields(item, layout, out)
-        else:
-            _write_json(item, inner, out)
-    out.append(pad + "]")
+    kind = type(first)
+    writer = _writer(kind, inner)  # a list of findings, of steps: one writer for all
+    if writer is not None:
+        texts = [writer(item) if type(item) is kind else _text(item, inner) for item in items]
+    else:
+        texts = [_text(item, inner) for item in items]
+    return "[" + inner + ("," + inner).join(texts) + pad + "]"
 
 
-def _write_object(items: Any, nonempty: bool, pad: str, out: list) -> None:
-    if not nonempty:
-        out.append("{}")
-        return
+def _object_text(items: list, pad: str) -> str:
+    if not items:
+        return "{}"
     inner = pad + "  "
-    out.append("{")
-    first = True
-    for key, value in items:
-        out.append(inner if first else "," + inner)
-        first = False
-        out.append(_encode_string(key))
-        out.append(": ")
-        _write_json(value, inner, out)
-    out.append(pad + "}")
+    return "{" + inner + ("," + inner).join(_encode_string(k) + ": " + _text(v, inner) for k, v in items) + pad + "}"
 
 
 def _float_text(value: float) -> str:

@@ -8,6 +8,7 @@ from typing import Optional
 from xferlint.analyzer.facts import DeviceFacts
 from xferlint.analyzer.lattice import Device
 from xferlint.analyzer.view import Node, OpKind
+from xferlint.serialize import fast_constructor
 
 
 @dataclass(frozen=True)
@@ -24,7 +25,7 @@ class RoundTrip:
 
     @property
     def same_device(self) -> bool:
-        return self.source == self.target
+        return self.source is self.target or self.source == self.target  # a Device compares in Python
 
     def path(self) -> list[tuple[Node, str]]:
         """The transfer path with roles: producer, d2h, h2d, first consumer."""
@@ -45,7 +46,7 @@ def round_trip_at(facts: DeviceFacts, h2d: Node) -> Optional[RoundTrip]:
     source = facts.device(value)
     if not isinstance(source, Device) or source.is_host:
         return None
-    return RoundTrip(
+    return _ROUND_TRIP(
         producer=facts.writer(value),
         d2h=d2h,
         h2d=h2d,
@@ -56,12 +57,20 @@ def round_trip_at(facts: DeviceFacts, h2d: Node) -> Optional[RoundTrip]:
     )
 
 
+_ROUND_TRIP = fast_constructor(RoundTrip)  # one per H2D of a device value: without the dataclass __init__
+
+
 def round_trips(facts: DeviceFacts):
+    writers = facts.writers
+    h2d, d2h = OpKind.H2D, OpKind.D2H  # once: an enum member look-up costs ~65 ns, per node
     for node in facts.method.nodes:
-        if node.kind is OpKind.H2D:
-            trip = round_trip_at(facts, node)
-            if trip is not None:
-                yield trip
+        if node.kind is h2d and node.inputs:
+            # only an H2D of a D2H's result can end a round trip: most H2Ds settle it here
+            source = writers(node.inputs[0])
+            if len(source) == 1 and source[0].kind is d2h:
+                trip = round_trip_at(facts, node)
+                if trip is not None:
+                    yield trip
 
 
 def method_round_trips(ctx) -> list[RoundTrip]:

@@ -23,6 +23,11 @@ _PREFIXES = ("return ", "yield ", "await ")
 _KIND_WORDS = {"parameter": "parameter", "buffer": "buffer", "constant_tensor": "lifted constant",
                "constant": "constant", "custom_obj": "constant"}
 
+# OpKind members as module constants: `OpKind.X` looks the member up through the enum's
+# metaclass (~65 ns), and these tests run per node or per finding.
+_DELEGATE, _INPUT, _CONSTANT = OpKind.DELEGATE, OpKind.INPUT, OpKind.CONSTANT
+_GETITEM, _MOVE, _ALIAS = OpKind.GETITEM, OpKind.MOVE, OpKind.ALIAS
+
 
 def strip_comment(code: str) -> str:
     """The source line without its trailing comment (a `#` inside a string stays)."""
@@ -64,7 +69,7 @@ def located(location: Optional[SourceLocation]) -> Optional[str]:
 
 def op_name(node: Node) -> str:
     """An operator as users spell it: `aten.cumsum`, `the CudaBackend delegate`."""
-    if node.kind == OpKind.DELEGATE:
+    if node.kind == _DELEGATE:
         backend = node.delegate.backend if node.delegate is not None else None
         return f"the {backend} delegate" if backend else "a delegate"
     target = node.target.replace("::", ".")
@@ -92,18 +97,18 @@ def subject(ctx, node: Optional[Node]) -> str:
     the source expression that computes it, else the op that writes it."""
     if node is None:
         return "a value"
-    if node.kind == OpKind.INPUT:
+    if node.kind == _INPUT:
         return input_name(node)
-    if node.kind == OpKind.CONSTANT:
+    if node.kind == _CONSTANT:
         return constant_name(ctx, node)
     found = located(ctx.locate(node))
     if found is not None:
         return found
-    if node.kind in (OpKind.GETITEM, OpKind.MOVE, OpKind.ALIAS) and node.inputs:
+    if node.kind in (_GETITEM, _MOVE, _ALIAS) and node.inputs:
         writer = ctx.facts.writer(node.inputs[0])
         if writer is not None and writer is not node:
             return subject(ctx, writer)
-    if node.kind == OpKind.DELEGATE:
+    if node.kind == _DELEGATE:
         backend = node.delegate.backend if node.delegate is not None else None
         return f"the {backend} output" if backend else "a delegate's output"
     return f"the {op_name(node)} result"

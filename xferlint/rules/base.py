@@ -21,8 +21,13 @@ from xferlint.analyzer.facts import DeviceFacts
 from xferlint.analyzer.lattice import Device
 from xferlint.analyzer.view import MethodView, Node, OpKind, ProgramView, SourceLocation
 from xferlint.findings import Applicability, Finding, Location, Severity, Step
+from xferlint.serialize import fast_constructor
 
 DOC_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead", "Fix safety", "References")
+
+# OpKind members as module constants: `OpKind.X` looks the member up through the enum's
+# metaclass (~65 ns), and these tests run per node or per finding.
+_DELEGATE, _H2D, _TO_DEVICE, _GETITEM = OpKind.DELEGATE, OpKind.H2D, OpKind.TO_DEVICE, OpKind.GETITEM
 
 
 @dataclass(frozen=True)
@@ -54,13 +59,19 @@ class RuleContext:
     _steps: dict = field(default_factory=dict, compare=False, repr=False)
     _device_texts: dict = field(default_factory=dict, compare=False, repr=False)  # id(device) -> str
     _devices_seen: list = field(default_factory=list, compare=False, repr=False)
+    _copy_bytes: dict = field(default_factory=dict, compare=False, repr=False)  # (index, name) -> copy_bytes
 
     # -- describing nodes ---------------------------------------------------------
     def device_str(self, node: Node) -> Optional[str]:
-        if node.kind is OpKind.DELEGATE:
+        if node.kind is _DELEGATE:
             return self._device_text(node.device) if node.device else "cpu"
-        device = self.facts.device(node.output)
+        # facts.device(node.output), from the dict behind it: a step asks once per node and role
+        device = self.facts.devices.get(node.outputs[0]) if node.outputs else None
         return self._device_text(device) if isinstance(device, Device) else None
+
+    def device_text(self, device: Device) -> str:
+        """`str(device)`, memoised (see `_device_text`): messages name devices many times."""
+        return self._device_text(device)
 
     def _device_text(self, device: Device) -> str:
         """`str(device)`, once per device object: the view and the facts share a few, and a
@@ -105,12 +116,12 @@ class RuleContext:
         return found
 
     def _locate(self, node: Node) -> Optional[SourceLocation]:
-        if node.kind == OpKind.DELEGATE:
+        if node.kind == _DELEGATE:
             return next((loc for vid in node.outputs for loc in (self._located_reader(vid),) if loc), None)
-        if node.kind in (OpKind.H2D, OpKind.TO_DEVICE):
+        if node.kind in (_H2D, _TO_DEVICE):
             found = self._located_reader(node.output)
             if found is None:
-                found = next((loc for c in self.facts.readers(node.output) if c.kind == OpKind.DELEGATE
+                found = next((loc for c in self.facts.readers(node.output) if c.kind == _DELEGATE
                               for loc in (self._inside_reading(c, node.output) or self.locate(c),) if loc), None)
             if found is not None:
                 return found
@@ -166,9 +177,9 @@ class RuleContext:
     def _inside_writing(self, node: Node) -> Optional[SourceLocation]:
         """For a delegate's result (or its getitem), the line of the op inside the delegate
         that produced it."""
-        vid = node.inputs[0] if node.kind == OpKind.GETITEM and node.inputs else None
+        vid = node.inputs[0] if node.kind == _GETITEM and node.inputs else None
         writer = self.facts.writer(vid) if vid is not None else None
-        if writer is None or writer.kind != OpKind.DELEGATE or writer.delegate is None:
+        if writer is None or writer.kind != _DELEGATE or writer.delegate is None:
             return None
         if not writer.delegate.output_writers:
             return None
@@ -193,20 +204,37 @@ class RuleContext:
         key = (node.index, node.name, role)
         found = self._steps.get(key)
         if found is None:
-            location = self.locate(node)
-            found = self._steps[key] = Step(node=node.name, target=node.target, role=role,
-                                            device=self.device_str(node),
-                                            location=_location(location) if location is not None else None)
+            location = node.location
+            if location is None and self.locatable():
+                location = self.locate(node)
+            found = self._steps[key] = _STEP(node=node.name, target=node.target, role=role,
+                                             device=self.device_str(node),
+                                             location=_location(location) if location is not None else None)
         return found
 
     def copy_bytes(self, node: Node) -> Optional[int]:
-        """Bytes one copy node moves per call: its result's, else its operand's; None when symbolic."""
+        """Bytes one copy node moves per call: its result's, else its operand's; None when symbolic.
+        Memoised per node: a finding's message, bytes and savings each sum its copies."""
+        sizes = self._copy_bytes
+        key = (node.index, node.name)
+        if key in sizes:
+            return sizes[key]
         nbytes = self.facts.nbytes(node.output)
-        return nbytes if nbytes is not None or not node.inputs else self.facts.nbytes(node.inputs[0])
+        if nbytes is None and node.inputs:
+            nbytes = self.facts.nbytes(node.inputs[0])
+        sizes[key] = nbytes
+        return nbytes
 
     def copies_bytes(self, nodes: Iterable[Node]) -> Optional[int]:
         """Bytes per call a set of copies moves, each once, all directions summed; None when any
         is symbolic or there are none."""
+        if type(nodes) is list and len(nodes) < 3 and nodes:  # most findings are about one or two copies
+            first = self.copy_bytes(nodes[0])
+            if len(nodes) == 1 or first is None:
+                return first
+            if nodes[1].name != nodes[0].name:
+                second = self.copy_bytes(nodes[1])
+                return None if second is None else first + second
         unique = {n.name: n for n in nodes}
         total = 0
         for node in unique.values():
@@ -234,14 +262,22 @@ class RuleContext:
         bytes are theirs, summed (NOTES: one definition of bytes); without, `nbytes` is the
         tensor at issue. `removes` are the copies its fix deletes; they set `saves_bytes`.
         `location` overrides where the finding points (a line inside a delegate)."""
-        step = self.step
-        steps = [step(node, role) for node, role in path]
+        made, step = self._steps, self.step
+        # a Step made before (most of a path's, in a program of many findings) by one look-up
+        steps = [made.get((node.index, node.name, role)) or step(node, role) for node, role in path]
         if location is None and self.locatable():
             if anchor is not None:
                 location = self.locate(anchor)
             if location is None:
                 location = next((loc for n, _ in path for loc in (self.locate(n),) if loc is not None), None)
-        return Finding(
+        nbytes = self.copies_bytes(copies) if copies else nbytes
+        if not removes:
+            saves = None
+        elif copies and _same_nodes(removes, copies):  # a fix that removes what the finding is about
+            saves = nbytes
+        else:
+            saves = self.copies_bytes(removes)
+        return _FINDING(
             code=rule.code,
             name=rule.name,
             severity=rule.severity,
@@ -251,15 +287,15 @@ class RuleContext:
             method=self.method.name,
             nodes=[s.node for s in steps],
             devices=[s.device or "unknown" for s in steps],
-            bytes=self.copies_bytes(copies) if copies else nbytes,
+            bytes=nbytes,
             location=_location(location) if location is not None else None,
             file=self._file(),
             fixable=rule.fix_applicability is not None,
             fix_applicability=rule.fix_applicability,
             steps=steps,
-            copies=list(dict.fromkeys([n.name for n in copies])),
-            saves_bytes=self.copies_bytes(removes) if removes else None,
-            removes=list(dict.fromkeys([n.name for n in removes])),
+            copies=_names(copies),
+            saves_bytes=saves,
+            removes=_names(removes),
             detail=detail,
         )
 
@@ -271,6 +307,23 @@ class RuleContext:
         return memo[_FILE]
 
 
+def _names(nodes: Sequence[Node]) -> list[str]:
+    """The nodes' names, each once, in order."""
+    if len(nodes) < 2:
+        return [n.name for n in nodes]
+    return list(dict.fromkeys([n.name for n in nodes]))
+
+
+def _same_nodes(a: Sequence[Node], b: Sequence[Node]) -> bool:
+    """Whether two node lists hold the same nodes, in any order (by identity: a Node
+    compares field by field in Python), so that their copies' bytes are the same."""
+    if len(a) != len(b):
+        return False
+    return all(x is y for x, y in zip(a, b)) or {id(x) for x in a} == {id(y) for y in b}
+
+
+# Finding, Step and Location without their generated __init__ (xferlint.serialize)
+_FINDING, _STEP, _LOCATION = fast_constructor(Finding), fast_constructor(Step), fast_constructor(Location)
 _LOCATABLE = ("locatable",)  # memo keys of RuleContext's once-per-method answers
 _FILE = ("file",)
 
@@ -280,7 +333,7 @@ def _location(loc: Optional[SourceLocation]) -> Optional[Location]:
     """One (immutable) Location per distinct source location, shared by every step and finding."""
     if loc is None:
         return None
-    return Location(file=loc.file, line=loc.line, column=loc.column, function=loc.function, code=loc.code)
+    return _LOCATION(file=loc.file, line=loc.line, column=loc.column, function=loc.function, code=loc.code)
 
 
 def _round_half_even(numerator: int, denominator: int) -> int:

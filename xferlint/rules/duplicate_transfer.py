@@ -5,11 +5,12 @@ from __future__ import annotations
 from bisect import bisect_left
 from dataclasses import dataclass, replace
 from functools import partial
+from operator import attrgetter
 from typing import Iterator, Optional
 
 from xferlint.analyzer.facts import DeviceFacts
 from xferlint.analyzer.lattice import CPU, Device
-from xferlint.analyzer.view import Node, OpKind
+from xferlint.analyzer.view import COPY_KINDS, Node, OpKind
 from xferlint.findings import Applicability
 from xferlint.rules._patterns import round_trip_at, tick
 from xferlint.rules import _words as words
@@ -20,6 +21,10 @@ from xferlint.rules.base import Example, Rule, format_bytes
 REWIRABLE = frozenset(
     {OpKind.COMPUTE, OpKind.DELEGATE, OpKind.H2D, OpKind.D2H, OpKind.TO_DEVICE, OpKind.ALIAS, OpKind.GETITEM}
 )
+
+# OpKind members as module constants: `OpKind.X` looks the member up through the enum's
+# metaclass (~65 ns), and these tests run per node or per finding.
+_H2D, _TO_DEVICE, _D2H, _UNKNOWN = OpKind.H2D, OpKind.TO_DEVICE, OpKind.D2H, OpKind.UNKNOWN
 
 
 @dataclass(frozen=True)
@@ -35,9 +40,9 @@ class DuplicateCopy:
 def copy_target(node: Node) -> Optional[Device]:
     """Where a copy node puts its result: the H2D's (or a device-to-device `.to()`'s)
     device, host for a D2H."""
-    if node.kind in (OpKind.H2D, OpKind.TO_DEVICE):
+    if node.kind in (_H2D, _TO_DEVICE):
         return node.device
-    if node.kind == OpKind.D2H:
+    if node.kind == _D2H:
         return CPU
     return None
 
@@ -47,30 +52,45 @@ def duplicate_copies(facts: DeviceFacts) -> Iterator[DuplicateCopy]:
     device, and the earlier copy has always run, on the same bytes, when the later one
     runs (see `_Earlier.first_before`). Same-device round trips are XF001's, not ours.
 
-    One pass in program order: per (kind, scope, source, target) the earlier copies that
-    found no first of their own, and per value the last node that wrote it so far; each
-    copy finds its first by a binary search, so the pass is O(N log N) however many copies
-    share a source (pairing each copy with every earlier one, scanning the nodes between,
-    was cubic on a `.pte` whose source is written between its copies)."""
-    cfg = facts.method.cfg
+    One pass in program order over the copies whose source something else reads too (a
+    copy whose source it alone reads repeats nothing: most copies of a wide delegate's
+    operands): per (kind, scope, source, target) the earlier copies that found no first of
+    their own; each copy finds its first by a binary search, so the pass is O(N log N)
+    however many copies share a source (pairing each copy with every earlier one, scanning
+    the nodes between, was cubic on a `.pte` whose source is written between its copies)."""
     earlier: dict[tuple, _Earlier] = {}
-    last_write: dict[str, int] = {}  # value -> the latest node that wrote it (CFG views only)
-    for node in facts.method.nodes:
+    for node in _shared_source_copies(facts):
         target = copy_target(node)
-        if target is not None and len(node.inputs) == 1 and len(node.outputs) == 1:
-            # the device by its parts: a Device hashes in Python, and each copy is looked up
-            key = (node.kind, node.scope, node.inputs[0], target.type, target.index)
-            seen = earlier.get(key)
-            first = seen.first_before(facts, node, last_write) if seen is not None else None
-            if first is None:
-                if seen is None:
-                    seen = earlier[key] = _Earlier()
-                seen.add(facts, node)
-            elif node.kind != OpKind.H2D or not _same_device_trip(facts, node):
-                yield DuplicateCopy(first=first, duplicate=node, value=node.inputs[0], device=target)
-        if cfg is not None:
-            for vid in node.outputs:
-                last_write[vid] = node.index
+        # the device by its parts: a Device hashes in Python, and each copy is looked up
+        key = (node.kind, node.scope, node.inputs[0], target.type, target.index)
+        seen = earlier.get(key)
+        first = seen.first_before(facts, node) if seen is not None else None
+        if first is None:
+            if seen is None:
+                seen = earlier[key] = _Earlier()
+            seen.add(facts, node)
+        elif node.kind != _H2D or not _same_device_trip(facts, node):
+            yield DuplicateCopy(first=first, duplicate=node, value=node.inputs[0], device=target)
+
+
+def _shared_source_copies(facts: DeviceFacts) -> list[Node]:
+    """The copies (one operand, one result, a known target) whose source has another
+    reader, in program order: the only ones that can repeat, or be repeated by, a copy."""
+    readers = facts.readers
+    return [n for n in facts.method.nodes
+            if n.kind in COPY_KINDS and len(n.inputs) == 1 and len(n.outputs) == 1
+            and len(readers(n.inputs[0])) > 1 and copy_target(n) is not None]
+
+
+def _last_write_before(facts: DeviceFacts, vid: str, index: int) -> int:
+    """The index of the last node before node `index` that writes `vid`; -1 if none.
+    The writers are in program order: a binary search, however many there are."""
+    writers = facts.writers(vid)
+    k = bisect_left(writers, index, key=_INDEX)
+    return writers[k - 1].index if k else -1
+
+
+_INDEX = attrgetter("index")
 
 
 def _same_device_trip(facts: DeviceFacts, h2d: Node) -> bool:
@@ -103,12 +123,12 @@ class _Earlier:
             self.single.append(node)
             self.single_index.append(node.index)
 
-    def first_before(self, facts: DeviceFacts, later: Node, last_write: dict[str, int]) -> Optional[Node]:
+    def first_before(self, facts: DeviceFacts, later: Node) -> Optional[Node]:
         cfg = facts.method.cfg
         if cfg is None:
             return self.nodes[0] if self.nodes else None
         block_start = cfg.blocks[cfg.block_of[later.index]][0]
-        bound = max(block_start, last_write.get(later.inputs[0], -1))
+        bound = max(block_start, _last_write_before(facts, later.inputs[0], later.index))
         k = bisect_left(self.single_index, bound)
         return self.single[k] if k < len(self.single) else None
 
@@ -138,7 +158,7 @@ def _writer_between(facts: DeviceFacts, vid: str, start: int, end: int) -> Optio
     if facts.in_place_reader(vid) is None:  # the common case, cached
         return None
     return next((r for r in facts.readers(vid)
-                 if (r.mutates or r.kind == OpKind.UNKNOWN) and start < r.index < end), None)
+                 if (r.mutates or r.kind == _UNKNOWN) and start < r.index < end), None)
 
 
 def applicability(facts: DeviceFacts, dup: DuplicateCopy) -> Optional[Applicability]:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from xferlint.analyzer.facts import DeviceFacts
-from xferlint.analyzer.lattice import CPU, Device
+from xferlint.analyzer.lattice import CPU, UNREACHED, Device
 from xferlint.analyzer.view import Node, OpKind
 from xferlint.rules._patterns import tick
 from xferlint.rules import _words as words
@@ -26,6 +26,10 @@ from xferlint.rules.base import Example, Rule, RuleContext, format_bytes
 
 HOST_OP_KINDS = frozenset({OpKind.COMPUTE, OpKind.ALIAS, OpKind.GETITEM})
 _SHOWN = 4  # host ops named in a message before "and N more"
+
+# OpKind members as module constants: `OpKind.X` looks the member up through the enum's
+# metaclass (~65 ns), and these tests run per node or per finding.
+_DELEGATE, _GETITEM, _COMPUTE = OpKind.DELEGATE, OpKind.GETITEM, OpKind.COMPUTE
 
 
 @dataclass(frozen=True)
@@ -40,12 +44,14 @@ class HostSegment:
 
 def is_cpu_delegate(node: Node) -> bool:
     """A delegate call without a device `target_device`: host compute."""
-    return node.kind == OpKind.DELEGATE and (node.device is None or node.device.is_host)
+    return node.kind == _DELEGATE and (node.device is None or node.device.is_host)
 
 
 def is_host_op(node: Node, facts: DeviceFacts) -> bool:
-    return ((node.kind in HOST_OP_KINDS or is_cpu_delegate(node)) and bool(node.outputs)
-            and all(_on_host(facts.device(v)) for v in node.outputs))
+    if not (node.kind in HOST_OP_KINDS or is_cpu_delegate(node)) or not node.outputs:
+        return False
+    devices = facts.devices  # facts.device's dict: every host op of the method is asked about
+    return all(_on_host(devices.get(v, UNREACHED)) for v in node.outputs)
 
 
 def _on_host(device) -> bool:
@@ -55,60 +61,82 @@ def _on_host(device) -> bool:
 def host_segments(facts: DeviceFacts) -> list[HostSegment]:
     """Every host segment of the method, for every device, in program order."""
     nodes = facts.method.nodes
-    devices = sorted({n.device for n in nodes if n.kind is OpKind.H2D and n.device and not n.device.is_host})
-    if not devices:
-        return []
+    devices_of = facts.devices  # facts.device's dict: read once per D2H
     # One pass for every device: the host ops, and the copies leaving and entering each device.
     host: set[int] = set()
-    d2hs: dict[Device, list[Node]] = {}
-    h2ds: dict[Device, list[Node]] = {}
+    leaving: list[tuple[object, Node]] = []
+    entering: list[tuple[Device, Node]] = []
+    d2h, h2d, delegate = OpKind.D2H, OpKind.H2D, _DELEGATE  # once: an enum member look-up is ~65 ns
     for n in nodes:
         kind = n.kind
-        if kind is OpKind.D2H:
+        if kind is d2h:
             if n.inputs:
-                d2hs.setdefault(facts.device(n.inputs[0]), []).append(n)
-        elif kind is OpKind.H2D:
+                leaving.append((devices_of.get(n.inputs[0], UNREACHED), n))
+        elif kind is h2d:
             if n.device is not None and n.inputs:
-                h2ds.setdefault(n.device, []).append(n)
-        elif (kind in HOST_OP_KINDS or kind is OpKind.DELEGATE) and is_host_op(n, facts):
+                entering.append((n.device, n))
+        elif (kind in HOST_OP_KINDS or kind is delegate) and is_host_op(n, facts):
             host.add(n.index)
     if not host:  # every segment is made of host ops
         return []
+    h2ds = _by_device(entering)
+    # (an H2D without an operand names a device too, but no segment can end in it)
+    devices = sorted(d for d in h2ds if not d.is_host)
+    if not devices:
+        return []
+    d2hs = _by_device(leaving)
     segments: list[HostSegment] = []
     for device in devices:
         segments.extend(_segments_for(facts, device, host, d2hs.get(device, []), h2ds.get(device, [])))
     return sorted(segments, key=lambda s: (s.host_ops[0].index, str(s.device)))
 
 
+def _by_device(pairs: list[tuple[object, Node]]) -> dict:
+    """The nodes of (device, node) pairs grouped by device, each group in program order.
+    Grouped by object first: a Device hashes in Python, and a program has a few device
+    objects for 100,000 copies; equal devices that are different objects are merged after."""
+    by_object: dict[int, tuple[object, list[Node]]] = {}
+    for device, node in pairs:
+        group = by_object.get(id(device))  # the devices outlive this call: their ids stay theirs
+        if group is None:
+            group = by_object[id(device)] = (device, [])
+        group[1].append(node)
+    grouped: dict = {}
+    for device, members in by_object.values():
+        if device in grouped:
+            grouped[device] = sorted(grouped[device] + members, key=lambda n: n.index)
+        else:
+            grouped[device] = members
+    return grouped
+
+
 def _segments_for(facts: DeviceFacts, device: Device, host: set[int], d2hs: list[Node],
                   h2ds: list[Node]) -> list[HostSegment]:
     nodes = facts.method.nodes
-    seen: dict[tuple[int, str], list[Node]] = {}
+    seen: dict[int, set[int]] = {}
 
-    def reaching_writers(reader: Node, vid: str) -> list[Node]:
-        """`facts.reaching_writers`, once per read: the passes below ask about each up to four times."""
-        key = (reader.index, vid)
-        found = seen.get(key)
+    def sources(i: int) -> set[int]:
+        """The nodes whose writes node `i`'s reads can see (always, in SSA views; over a
+        .pte's CFG only the writes that reach the read: a slot written after an H2D read
+        it, like a buffer's write-back, is no path to that H2D), once per node: every pass
+        below asks. `i` sees `w` exactly when it reads some value `w` writes and that
+        write reaches it."""
+        found = seen.get(i)
         if found is None:
-            found = seen[key] = facts.reaching_writers(reader, vid)
+            node = nodes[i]
+            found = seen[i] = {w.index for v in node.inputs for w in facts.reaching_writers(node, v)}
         return found
 
-    def sees(reader: Node, vid: str, writer: Node) -> bool:
-        """Whether `reader`'s read of `vid` can see `writer`'s write (always in SSA views;
-        over a .pte's CFG only when the write reaches the read: a slot written after an
-        H2D read it, like a buffer's write-back, is no path to that H2D)."""
-        index = writer.index
-        return any(w.index == index for w in reaching_writers(reader, vid))
+    def host_readers(i: int):
+        """The indices of the host ops that read what node `i` writes and see that write."""
+        return (r.index for v in nodes[i].outputs for r in facts.readers(v)
+                if r.index in host and i in sources(r.index))
 
-    forward = _reach(
-        (r.index for d in d2hs for v in d.outputs for r in facts.readers(v) if r.index in host and sees(r, v, d)),
-        lambda i: (r.index for v in nodes[i].outputs for r in facts.readers(v)
-                   if r.index in host and sees(r, v, nodes[i])),
-    )
-    backward = _reach(
-        (w.index for h in h2ds for w in reaching_writers(h, h.inputs[0]) if w.index in host),
-        lambda i: (w.index for v in nodes[i].inputs for w in reaching_writers(nodes[i], v) if w.index in host),
-    )
+    # what each copy touches, once: the reaches start there and the segments' copies are found there
+    entries_of = {d.index: list(host_readers(d.index)) for d in d2hs}
+    exits_of = {h.index: [w.index for w in facts.reaching_writers(h, h.inputs[0]) if w.index in host] for h in h2ds}
+    forward = _reach([r for found in entries_of.values() for r in found], host_readers)
+    backward = _reach([w for found in exits_of.values() for w in found], lambda i: (w for w in sources(i) if w in host))
     split = forward & backward
     if not split:
         return []
@@ -122,10 +150,9 @@ def _segments_for(facts: DeviceFacts, device: Device, host: set[int], d2hs: list
         return i
 
     for i in split:
-        for v in nodes[i].inputs:
-            for w in reaching_writers(nodes[i], v):
-                if w.index in split:
-                    parent[find(i)] = find(w.index)
+        for w in sources(i):
+            if w in split:
+                parent[find(i)] = find(w)
 
     groups: dict[int, list[int]] = {}
     for i in sorted(split):
@@ -134,20 +161,26 @@ def _segments_for(facts: DeviceFacts, device: Device, host: set[int], d2hs: list
     # not one per segment (quadratic in a program with thousands of segments).
     entries: dict[int, list[Node]] = {}
     for d in d2hs:
-        for root in dict.fromkeys(find(r.index) for v in d.outputs for r in facts.readers(v)
-                                  if r.index in split and sees(r, v, d)):
+        for root in _roots(entries_of[d.index], split, find):
             entries.setdefault(root, []).append(d)
     exits: dict[int, list[Node]] = {}
     for h in h2ds:
-        for root in dict.fromkeys(find(w.index) for w in reaching_writers(h, h.inputs[0]) if w.index in split):
+        for root in _roots(exits_of[h.index], split, find):
             exits.setdefault(root, []).append(h)
     result = []
     for root, members in groups.items():
         entry, exit_ = tuple(entries.get(root, ())), tuple(exits.get(root, ()))
         # getitems of a host op's tuple result connect the segment but are not ops of their own
-        ops = tuple(nodes[i] for i in members if nodes[i].kind != OpKind.GETITEM) or tuple(nodes[i] for i in members)
+        ops = tuple(nodes[i] for i in members if nodes[i].kind != _GETITEM) or tuple(nodes[i] for i in members)
         result.append(HostSegment(device=device, d2hs=entry, host_ops=ops, h2ds=exit_))
     return result
+
+
+def _roots(members: list[int], split: set[int], find) -> list[int]:
+    """The segments (by root) that the nodes `members` of a copy's touch, each once, in order."""
+    if len(members) == 1:  # most copies touch one host op
+        return [find(members[0])] if members[0] in split else []
+    return list(dict.fromkeys(find(i) for i in members if i in split))
 
 
 def _reach(start, step) -> set[int]:
@@ -331,7 +364,7 @@ def _op_kinds(nodes) -> list[str]:
     for n in nodes:
         if is_cpu_delegate(n):
             kinds.extend(_inner_kinds(n))
-        elif n.kind == OpKind.COMPUTE:
+        elif n.kind == _COMPUTE:
             kinds.append(op_name(n.target))
     if not kinds and nodes and not is_cpu_delegate(nodes[0]):
         kinds.append(op_name(nodes[0].target))
@@ -358,9 +391,9 @@ def op_name(target: str) -> str:
 
 def _delegate_behind(facts: DeviceFacts, node: Node):
     """The delegate whose result `node` (a getitem, usually) carries, else the node."""
-    if node.kind == OpKind.GETITEM and node.inputs:
+    if node.kind == _GETITEM and node.inputs:
         writer = facts.writer(node.inputs[0])
-        if writer is not None and writer.kind == OpKind.DELEGATE:
+        if writer is not None and writer.kind == _DELEGATE:
             return writer
     return node
 

@@ -33,6 +33,9 @@ def _op(node: Node) -> str:
     return node.target.rsplit(".", 1)[0] if node.target.count(".") >= 2 else node.target
 
 
+_SYNC_KINDS = frozenset({OpKind.COMPUTE, OpKind.UNKNOWN})  # built once, not per node
+
+
 class HostSync(Rule):
     """An op that makes the host wait for a value on the device.
 
@@ -77,7 +80,7 @@ class HostSync(Rule):
 
     def check(self, ctx: RuleContext):
         for node in ctx.method.nodes:
-            if node.kind not in (OpKind.COMPUTE, OpKind.UNKNOWN) or not node.inputs:
+            if node.kind not in _SYNC_KINDS or not node.inputs:
                 continue
             found = self._sync(ctx, node)
             if found is None:

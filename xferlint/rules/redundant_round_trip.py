@@ -113,13 +113,14 @@ class RedundantRoundTrip(Rule):
             consumer = trip.consumers[0] if trip.consumers else None
             d2h_fate = _d2h_fate(ctx.facts, trip, cache)
             target = f" for {ctx.describe(consumer)}" if consumer else ""
+            source, back = ctx.device_text(trip.source), ctx.device_text(trip.target)  # str(Device) is Python
             detail = (
-                f"{tick(trip.value)} already lives on {trip.source}, but {tick(trip.d2h.name)} copies it "
-                f"to host and {tick(trip.h2d.name)} copies it straight back to {trip.target}{target}: "
+                f"{tick(trip.value)} already lives on {source}, but {tick(trip.d2h.name)} copies it "
+                f"to host and {tick(trip.h2d.name)} copies it straight back to {back}{target}: "
                 f"{format_bytes(ctx.facts.nbytes(trip.value))} cross the bus twice per call for nothing. "
                 f"Feed {tick(trip.value)} to the consumer directly ({d2h_fate})."
             )
-            message = (f"{words.value_subject(ctx, trip.value)} round-trips {trip.source} -> cpu -> {trip.target}: "
+            message = (f"{words.value_subject(ctx, trip.value)} round-trips {source} -> cpu -> {back}: "
                        f"{format_bytes(ctx.copies_bytes([trip.d2h, trip.h2d]))} per call")
             yield ctx.finding(self, message, trip.path(), anchor=trip.producer or trip.h2d,
                               copies=[trip.d2h, trip.h2d], removes=_removed(ctx.facts, trip, cache), detail=detail)
