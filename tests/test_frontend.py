@@ -111,7 +111,7 @@ def test_out_variant_buffers_are_not_operands(chain):
 @pytest.mark.parametrize("variant", ["out_no_elision", "out", "edge"])
 def test_nodes_values_and_inner_ops_are_what_their_constructors_make(chain, variant):
     """The frontend builds Nodes, Values and InnerOps without the dataclass __init__
-    (analyzer.frozen.Frozen): each must hold exactly its fields, in order, and equal the
+    (xferlint.frozen.Frozen): each must hold exactly its fields, in order, and equal the
     object the constructor makes."""
     from dataclasses import fields
 

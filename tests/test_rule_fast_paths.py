@@ -22,7 +22,7 @@ from xferlint.analyzer.view import MethodView, Node, OpKind, TensorMeta, Value
 from xferlint.findings import Applicability, Finding, Location, Severity, Step
 from xferlint.rules import duplicate_transfer as xf004
 from xferlint.rules import host_op_splits_partition as xf005
-from xferlint.serialize import fast_constructor
+from xferlint.frozen import fast_constructor
 
 CUDA0, CUDA1 = Device("cuda", 0), Device("cuda", 1)
 META = TensorMeta(shape=(4, 4), dtype="float32", nbytes=64)

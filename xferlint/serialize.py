@@ -61,42 +61,6 @@ def _fields(cls: type) -> tuple[dataclasses.Field, ...]:
     return dataclasses.fields(cls)
 
 
-def fast_constructor(cls: type) -> Any:
-    """A function that builds instances of frozen dataclass `cls` like `cls(**kw)`, fields
-    by keyword, defaults the same, without the generated `__init__`'s `object.__setattr__`
-    per field: straight-line code that sets each slot through its descriptor (slotted
-    classes) or fills the instance dict as `__init__` leaves it (a third of the cost; a
-    check builds a Finding and a few Steps per finding). Classes with a `__post_init__` or
-    fields outside `__init__` get `cls` itself."""
-    spec = _fields(cls)
-    if hasattr(cls, "__post_init__") or any(not f.init for f in spec):
-        return cls
-    slotted = "__slots__" in vars(cls)
-    env: dict[str, Any] = {"_new": object.__new__, "_cls": cls, "_MISSING": dataclasses.MISSING}
-    params, body = [], [] if slotted else [" state = obj.__dict__"]
-    for k, f in enumerate(spec):
-        value = f.name
-        if f.default is not dataclasses.MISSING:
-            env[f"_default{k}"] = f.default
-            params.append(f"{f.name}=_default{k}")
-        elif f.default_factory is not dataclasses.MISSING:
-            env[f"_factory{k}"] = f.default_factory
-            params.append(f"{f.name}=_MISSING")
-            value = f"_factory{k}() if {f.name} is _MISSING else {f.name}"
-        else:
-            params.append(f.name)
-        if slotted:
-            env[f"_set{k}"] = getattr(cls, f.name).__set__
-            body.append(f" _set{k}(obj, {value})")
-        else:
-            body.append(f" state[{f.name!r}] = {value}")
-    source = f"def new(*, {', '.join(params)}):\n obj = _new(_cls)\n" + "\n".join(body) + "\n return obj\n"
-    exec(source, env)  # noqa: S102 - generated from the class's own field names
-    new = env["new"]
-    new.__doc__ = f"`{cls.__name__}(**fields)`, without its generated __init__."
-    return new
-
-
 def to_json_text(obj: Any) -> str:
     """`json.dumps(to_jsonable(obj), indent=2, ensure_ascii=False)`, byte for byte, written
     in one walk over the dataclasses: no intermediate dicts, and the C string encoder for

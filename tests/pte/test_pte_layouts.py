@@ -68,7 +68,7 @@ def test_equal_values_are_one_object(pte_bytes, name):
 
 @pytest.mark.parametrize("name", ["addsin-noelide", "cond-nested", "mixed-noelide"])
 def test_view_nodes_and_values_are_what_their_constructors_make(pte_bytes, name):
-    """The view builds Nodes and Values without the dataclass __init__ (analyzer.frozen.Frozen): each
+    """The view builds Nodes and Values without the dataclass __init__ (xferlint.frozen.Frozen): each
     must hold exactly its fields, in order, and equal the object the constructor makes."""
     from dataclasses import fields
 

@@ -22,7 +22,7 @@ from typing import Any, Iterable, Optional
 import torch
 import torch.fx
 
-from xferlint.analyzer.frozen import Frozen
+from xferlint.frozen import Frozen
 from xferlint.analyzer.lattice import Device
 from xferlint.analyzer.view import (
     DelegateInfo,

@@ -8,7 +8,7 @@ from typing import Optional
 from xferlint.analyzer.facts import DeviceFacts
 from xferlint.analyzer.lattice import Device
 from xferlint.analyzer.view import Node, OpKind
-from xferlint.serialize import fast_constructor
+from xferlint.frozen import fast_constructor
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from xferlint.analyzer.facts import DeviceFacts
 from xferlint.analyzer.lattice import Device
 from xferlint.analyzer.view import MethodView, Node, OpKind, ProgramView, SourceLocation
 from xferlint.findings import Applicability, Finding, Location, Severity, Step
-from xferlint.serialize import fast_constructor
+from xferlint.frozen import fast_constructor
 
 DOC_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead", "Fix safety", "References")
 

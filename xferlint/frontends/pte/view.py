@@ -35,7 +35,7 @@ from operator import attrgetter
 from typing import NamedTuple, Optional
 
 from xferlint.analyzer.cfg import ControlFlowGraph
-from xferlint.analyzer.frozen import Frozen
+from xferlint.frozen import Frozen
 from xferlint.analyzer.lattice import CPU, Device
 from xferlint.analyzer.view import (
     DelegateInfo,
