@@ -10,10 +10,10 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from test_reaching_paths import _dense, _dense_useful
+from test_reaching_paths import _dense, _dense_useful, random_method
 from xferlint.analyzer import cfg as cfgmod
-from xferlint.analyzer.cfg import ControlFlowGraph, FlowFacts
-from xferlint.analyzer.view import MethodView, Node, OpKind, Value
+from xferlint.analyzer.cfg import FlowFacts
+from xferlint.analyzer.view import MethodView, Node, OpKind
 
 
 def _wide_cfg(seed: int) -> MethodView:
@@ -21,25 +21,16 @@ def _wide_cfg(seed: int) -> MethodView:
     n = rnd.randint(2, 20)
     slots = [f"s{k}" for k in range(rnd.randint(2, 40))]
     kinds = [OpKind.COMPUTE, OpKind.MOVE, OpKind.DELEGATE, OpKind.CONTROL, OpKind.INPUT]
-    nodes, succ, exits = [], [], set()
-    for i in range(n):
+
+    def node_at(i: int) -> Node:
         kind = rnd.choice(kinds)
         wide = rnd.random() < 0.4
         ins = tuple(rnd.choice(slots) for _ in range(rnd.randint(cfgmod._SCAN + 1, 60) if wide else rnd.randint(0, 3)))
         outs = tuple(rnd.sample(slots, k=rnd.randint(0, min(4, len(slots)))))
-        nodes.append(Node(index=i, name=f"n{i}", kind=kind, target=kind.value, inputs=ins, outputs=outs,
-                          mutates=bool(ins) and rnd.random() < 0.1))
-        targets = [i + 1] if i + 1 < n and rnd.random() < 0.85 else []
-        if rnd.random() < 0.35:
-            j = rnd.randrange(n)
-            if j not in targets:
-                targets.append(j)
-        succ.append(tuple(targets))
-        if not targets or rnd.random() < 0.1:
-            exits.add(i)
-    outputs = tuple(rnd.choice(slots + [None]) for _ in range(rnd.randint(0, 3)))
-    return MethodView(name="forward", nodes=tuple(nodes), values={v: Value(id=v) for v in slots}, outputs=outputs,
-                      cfg=ControlFlowGraph(successors=tuple(succ), exits=frozenset(exits)))
+        return Node(index=i, name=f"n{i}", kind=kind, target=kind.value, inputs=ins, outputs=outs,
+                    mutates=bool(ins) and rnd.random() < 0.1)
+
+    return random_method(rnd, n, slots, node_at, jump=0.35)
 
 
 @settings(max_examples=200, deadline=None)

@@ -111,16 +111,26 @@ def _random_cfg(seed: int) -> MethodView:
     n = rnd.randint(1, 24)
     slots = [f"s{k}" for k in range(rnd.randint(1, 6))]
     kinds = [OpKind.COMPUTE, OpKind.MOVE, OpKind.D2H, OpKind.H2D, OpKind.DELEGATE, OpKind.CONTROL, OpKind.INPUT]
-    nodes, succ, exits = [], [], set()
-    for i in range(n):
+
+    def node_at(i: int) -> Node:
         kind = rnd.choice(kinds)
         ins = tuple(rnd.choice(slots) for _ in range(rnd.randint(0, 3)))
         outs = tuple(rnd.sample(slots, k=rnd.randint(0, min(2, len(slots)))))
-        nodes.append(Node(index=i, name=f"n{i}", kind=kind, target=kind.value, inputs=ins, outputs=outs,
-                          mutates=bool(ins) and rnd.random() < 0.15))
+        return Node(index=i, name=f"n{i}", kind=kind, target=kind.value, inputs=ins, outputs=outs,
+                    mutates=bool(ins) and rnd.random() < 0.15)
+
+    return random_method(rnd, n, slots, node_at, jump=0.3)
+
+
+def random_method(rnd: random.Random, n: int, slots: list[str], node_at, jump: float) -> MethodView:
+    """A method of `n` nodes (`node_at(i)`) over `slots`, each falling through (85 %) and,
+    with probability `jump`, jumping anywhere: back edges, forward skips, self loops."""
+    nodes, succ, exits = [], [], set()
+    for i in range(n):
+        nodes.append(node_at(i))
         targets = [i + 1] if i + 1 < n and rnd.random() < 0.85 else []
-        if rnd.random() < 0.3:
-            j = rnd.randrange(n)  # a jump anywhere: back edges, forward skips, self loops
+        if rnd.random() < jump:
+            j = rnd.randrange(n)
             if j not in targets:
                 targets.append(j)
         succ.append(tuple(targets))

@@ -37,12 +37,12 @@ from xferlint.analyzer.view import (
 )
 from xferlint.errors import InputError, UnmodelledOpError
 from xferlint.frontends import LoadedProgram
+from xferlint.frontends.compile_specs import TARGET_DEVICE_KEY, decode_compile_specs
 from xferlint.frontends.aten import ALIAS_OPS, COPY_INTO_OP, IGNORED_OPS, TO_DEVICE_OPS, transfer_kind
 from xferlint.frontends.source import location_from_stack_trace
 
 H2D_OP = "et_copy::_h2d_copy"
 D2H_OP = "et_copy::_d2h_copy"
-TARGET_DEVICE_KEY = "target_device"
 _TO_DEVICE_OPS = TO_DEVICE_OPS
 _ALIAS_OPS = ALIAS_OPS
 # Python-level callables that appear in exported graphs and compute on host scalars.
@@ -677,28 +677,13 @@ def _delegate_info(b: _Builder, lowered: Any, n_inputs: int) -> tuple[DelegateIn
     try:
         specs, device = b.compile_specs[raw_specs]
     except KeyError:
-        specs, device = b.compile_specs[raw_specs] = _decode_specs(raw_specs)
+        specs, device = b.compile_specs[raw_specs] = decode_compile_specs(raw_specs)
     except TypeError:  # a value that does not hash
-        specs, device = _decode_specs(raw_specs)
+        specs, device = decode_compile_specs(raw_specs)
     ops, readers, writers = _inner_ops(b, lowered, n_inputs)
     info = DelegateInfo(backend=str(getattr(lowered, "backend_id", "unknown")), compile_specs=specs,
                         ops=ops, input_readers=readers, output_writers=writers)
     return info, device
-
-
-def _decode_specs(raw_specs: tuple) -> tuple[tuple[tuple[str, str], ...], Optional[Device]]:
-    """Compile specs as text (hex where a value is not printable) and the target_device."""
-    specs: list[tuple[str, str]] = []
-    device: Optional[Device] = None
-    for key, raw in raw_specs:
-        text = raw.decode("utf-8", errors="replace") if isinstance(raw, (bytes, bytearray)) else str(raw)
-        specs.append((key, text if text.isprintable() else raw.hex() if isinstance(raw, (bytes, bytearray)) else text))
-        if key == TARGET_DEVICE_KEY:
-            try:
-                device = Device.parse(text)
-            except ValueError:
-                device = None
-    return tuple(specs), device
 
 
 def _inner_ops(b: _Builder, lowered: Any, n_inputs: int) -> tuple[tuple[InnerOp, ...], tuple[Optional[int], ...], tuple[Optional[int], ...]]:

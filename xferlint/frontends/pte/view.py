@@ -49,6 +49,7 @@ from xferlint.analyzer.view import (
     Value,
 )
 from xferlint.frontends.bounded import MAX_FILE_BYTES
+from xferlint.frontends.compile_specs import decode_compile_specs
 from xferlint.frontends import LoadedProgram
 from xferlint.frontends.pte import program as pp
 from xferlint.frontends.files import read_input
@@ -56,7 +57,6 @@ from xferlint.frontends.pte.container import HEADER_PEEK, PteFormatError, check_
 
 H2D_OP = "et_copy::_h2d_copy"
 D2H_OP = "et_copy::_d2h_copy"
-TARGET_DEVICE_KEY = "target_device"
 _ALIAS_OPS = frozenset({"executorch_prim::et_view", "aten::alias"})
 _COPY_INDEX_OP = "executorch_prim::et_copy_index"
 # a kernel's node kind by operator name (any other: COMPUTE)
@@ -390,7 +390,7 @@ class _MethodBuilder:
         got = self._delegates.get(index)
         if got is None:
             delegate = self.plan.delegates[index]
-            specs, device = _compile_specs(delegate)
+            specs, device = decode_compile_specs(delegate.compile_specs)
             got = self._delegates[index] = (DelegateInfo(backend=delegate.id, compile_specs=specs, index=index), device)
         return got
 
@@ -582,20 +582,6 @@ def _scopes(chain: pp.Chain) -> list[str]:
             skip[k] = k + 1
             k = free(k + 1)
     return scopes
-
-
-def _compile_specs(delegate: pp.Delegate) -> tuple[tuple[tuple[str, str], ...], Optional[Device]]:
-    specs: list[tuple[str, str]] = []
-    device: Optional[Device] = None
-    for key, raw in delegate.compile_specs:
-        text = raw.decode("utf-8", errors="replace")
-        specs.append((key, text if text.isprintable() else raw.hex()))
-        if key == TARGET_DEVICE_KEY:
-            try:
-                device = Device.parse(text)
-            except ValueError:
-                device = None
-    return tuple(specs), device
 
 
 _LIBRARY_MARKERS = ("/site-packages/", "/dist-packages/", "/torch/", "/executorch/", "/xferlint/", "<")
