@@ -13,6 +13,7 @@ from xferlint.findings import Finding
 from xferlint.frontends.entrypoints import EntryPoint, resolve
 from xferlint.pipeline import analyze, comment_findings, configure, load_program, new_record
 from xferlint.report import Report, build_report
+from xferlint import run_caches
 from xferlint.selection import select_rules
 
 
@@ -53,8 +54,11 @@ def lint_report(
     transfers: list[MethodTransfers] = []
     programs = resolve(obj, entry, name)
     record = new_record(rules)
-    for program in programs:
-        findings.extend(analyze(load_program(program, strict).view, rules, transfers, record=record))
+    try:
+        for program in programs:
+            findings.extend(analyze(load_program(program, strict).view, rules, transfers, record=record))
+    finally:
+        run_caches.clear()  # nothing of the programs is kept past the call
     findings.extend(comment_findings(record, rules))
     return build_report(findings, [], 1, len(programs), transfers=transfers, suppressed=len(record.suppressed))
 
@@ -72,5 +76,8 @@ def fix(
     """Fix an EdgeProgramManager or ExecutorchProgramManager; see `xferlint.fixes.fix`."""
     from xferlint.fixes import fix as _fix
 
-    return _fix(obj, name=name, select=select, ignore=ignore, unsafe_fixes=unsafe_fixes, config=config,
-                strict=strict)
+    try:
+        return _fix(obj, name=name, select=select, ignore=ignore, unsafe_fixes=unsafe_fixes, config=config,
+                    strict=strict)
+    finally:
+        run_caches.clear()

@@ -522,10 +522,14 @@ def _silently(handler, args: argparse.Namespace) -> int:
 
 def _run(handler, args: argparse.Namespace) -> int:
     from xferlint.collector import one_command
+    from xferlint import run_caches
 
     try:
         with one_command():
-            return handler(args)
+            try:
+                return handler(args)
+            finally:
+                run_caches.clear()  # the run's programs are freed here, once
     except XferlintError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_ERROR

@@ -116,3 +116,34 @@ def test_a_command_freezes_what_its_pauses_made_and_leaves_the_collector_as_it_f
     assert result["frozen"] >= 2  # at least once per command
     assert result["states"] == [[True, 0], [True, 0], [True, 0]]
     assert json.loads((project / "out-gc.json").read_text())["findings"]
+
+
+_LEFT = r"""
+import gc, json, sys
+from xferlint.analyzer.view import MethodView, Node, ProgramView, Value
+from xferlint.cli import main
+left = []
+for argv in (["check", sys.argv[1], "--format", "json", "--output", "out-left.json", "--exit-zero"],
+             ["fix", sys.argv[2], "-o", "fixed-left.pte"]):
+    main(argv)
+    gc.collect()
+    kinds = (ProgramView, MethodView, Node, Value)
+    left.append(sum(1 for o in gc.get_objects() if isinstance(o, kinds)))
+print(json.dumps({"left": left}))
+"""
+
+
+def test_a_command_leaves_nothing_of_its_programs_behind(project, pte_bytes):
+    """What a command remembers for its fix trial (lints, nodes by name) ends with it: an
+    in-process caller keeps no program alive, and a large one is freed when the command
+    ends, not at interpreter exit (where it cost more than the rest of the check)."""
+    fixable = project / "fixable"
+    fixable.mkdir(exist_ok=True)
+    (fixable / "naive.pte").write_bytes(pte_bytes("addsin-noelide-naive"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("XFERLINT")}
+    done = subprocess.run([sys.executable, "-c", _LEFT, "fixable", "fixable/naive.pte"],
+                          capture_output=True, text=True, cwd=project, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"left": [0, 0]}
+    assert any(f["fixable"] for f in json.loads((project / "out-left.json").read_text())["findings"])
+    assert (project / "fixed-left.pte").stat().st_size > 0

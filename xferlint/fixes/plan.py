@@ -27,6 +27,7 @@ from typing import Iterable, NamedTuple, Optional, Sequence
 from xferlint.analyzer.facts import DeviceFacts
 from xferlint.analyzer.view import COPY_KINDS, MethodView, Node
 from xferlint.findings import Applicability, Finding
+from xferlint.run_caches import run_cache
 
 OUTPUT = "<output>"  # Rewire.reader for the method's outputs
 
@@ -117,7 +118,7 @@ def select(plans: Sequence[FixPlan]) -> tuple[list[FixPlan], list[FixPlan]]:
     return accepted, deferred
 
 
-_BY_NAME: dict[int, tuple[MethodView, dict[str, Node]]] = {}
+_BY_NAME: dict[int, tuple[MethodView, dict[str, Node]]] = run_cache()  # for one command
 
 
 def nodes_by_name(method: MethodView) -> dict[str, Node]:

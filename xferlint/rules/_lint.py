@@ -18,9 +18,11 @@ from xferlint.analyzer.facts import DeviceFacts
 from xferlint.analyzer.view import MethodView, ProgramView
 from xferlint.findings import Finding
 from xferlint.rules.base import Rule, RuleContext
+from xferlint.run_caches import run_cache
 
 _KEPT = 8  # programs: a fix trial lints every method of one program several times over
-_LINTS: dict[tuple, tuple] = {}  # (program, rules) key -> (program, rules, {id(method): entry}), oldest first
+# (program, rules) key -> (program, rules, {id(method): entry}), oldest first; for one command
+_LINTS: dict[tuple, tuple] = run_cache()
 
 
 def _key(program: ProgramView, rules: Sequence[Rule]) -> tuple:

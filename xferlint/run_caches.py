@@ -1,0 +1,25 @@
+"""Caches that live for one command or API call, and the call that ends them.
+
+Some stages remember results keyed by the program they came from (a method's lint, its
+nodes by name), so that a fix trial does not compute them again. Those entries hold whole
+programs: a view of 100,000 instructions is over a million objects. A command drops them
+all when it ends (`clear`), so they are freed there, once, not at interpreter exit, where
+freeing them costs several times more, nor never, in a process that goes on.
+"""
+
+from __future__ import annotations
+
+_CACHES: list[dict] = []
+
+
+def run_cache() -> dict:
+    """A new dict that `clear` empties at the end of every command."""
+    cache: dict = {}
+    _CACHES.append(cache)
+    return cache
+
+
+def clear() -> None:
+    """End the run: empty every run cache."""
+    for cache in _CACHES:
+        cache.clear()
