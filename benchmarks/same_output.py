@@ -40,8 +40,8 @@ def pte_inputs() -> list[Path]:
     return [*paths, small]
 
 
-def cli(args: list[str], out: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "xferlint.cli", *args], capture_output=True, text=True, cwd=ROOT)
+def cli(args: list[str], out: Path, cwd: Path = ROOT) -> None:
+    done = subprocess.run([sys.executable, "-m", "xferlint.cli", *args], capture_output=True, text=True, cwd=cwd)
     out.write_text(f"exit {done.returncode}\n--- stdout\n{done.stdout}--- stderr\n{done.stderr}")
 
 
@@ -53,8 +53,8 @@ def pte_outputs(path: Path, folder: Path) -> None:
     cli(["check", str(path), "--output-format", "full", "--no-color"], stem.with_suffix(".full"))
     cli(["check", str(path), "--format", "sarif"], stem.with_suffix(".sarif"))
     cli(["check", str(path), "--diff"], stem.with_suffix(".diff"))
-    fixed = folder / f"{path.stem}.fixed.pte"
-    cli(["fix", str(path), "-o", str(fixed)], stem.with_suffix(".fix"))
+    # run in the folder: the fix names its output, and the folder differs between runs
+    cli(["fix", str(path), "-o", f"{path.stem}.fixed.pte"], stem.with_suffix(".fix"), cwd=folder)
 
 
 def graph_outputs(folder: Path, real: bool) -> None:
@@ -97,6 +97,7 @@ def main(argv=None) -> int:
     parser.add_argument("folder", type=Path)
     parser.add_argument("--quick", action="store_true", help="no sample_models, no real lowering")
     args = parser.parse_args(argv)
+    args.folder = args.folder.resolve()
     args.folder.mkdir(parents=True, exist_ok=True)
     for path in pte_inputs():
         pte_outputs(path, args.folder)
