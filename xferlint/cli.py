@@ -550,5 +550,25 @@ def _run(handler, args: argparse.Namespace) -> int:
         return EXIT_ERROR
 
 
+def console() -> None:
+    """The console script: `main`, then the process ends without freeing its heap.
+
+    A check of a large program leaves millions of objects; tearing them down one by one at
+    interpreter exit costs 3-8 % of the run and changes nothing the user sees (mypy ends
+    the same way). Output is flushed and atexit handlers run first, so only the freeing
+    is skipped. In-process callers (the API, the tests) call `main` and keep Python's
+    usual exit."""
+    code = main()
+    import atexit
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a reader gone (`| head`) or a stream closed: nothing to save
+            code = code or EXIT_ERROR
+    getattr(atexit, "_run_exitfuncs", lambda: None)()
+    os._exit(code)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    console()

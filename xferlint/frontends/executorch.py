@@ -783,8 +783,8 @@ _ALLOCATED: dict[tuple[Any, Any, Any], Optional[int]] = {}
 
 def _allocated(spec: Any) -> Optional[int]:
     """The bytes the memory plan gives a tensor (TensorSpec.allocated_memory)."""
-    try:
-        key: Optional[tuple] = (spec.shape, spec.dtype, spec.alignment)
+    try:  # TensorSpec.shape is a list: the key holds it as a tuple (a SymInt does not hash)
+        key: Optional[tuple] = (tuple(spec.shape), spec.dtype, spec.alignment)
         return _ALLOCATED[key]
     except KeyError:  # a new shape
         pass
