@@ -171,6 +171,19 @@ def test_progress_waits_a_second_then_shows_and_leaves_nothing():
     assert _screen(stream.getvalue()) == "user output"  # and the progress line gone
 
 
+def test_progress_redraws_at_most_ten_times_a_second_and_shows_the_latest():
+    clock, stream = _Clock(), io.StringIO()
+    with Progress(500, stream=stream, enabled=True, clock=clock) as progress:
+        clock.now += 1.5
+        for done in range(200):  # a directory of small programs: hundreds of inputs a second
+            progress.update(done, [f"dir/p{done}.pte"], action="checking")
+            clock.now += 0.001
+        assert stream.getvalue().count("\r") == 2  # at 1.5 s, and once 0.1 s had passed
+        clock.now += 0.1
+        progress.update(200, ["dir/p200.pte"], action="checking")
+        assert _screen(stream.getvalue()) == "xferlint: 200/500 inputs, checking dir/p200.pte, 2 s"
+
+
 def test_progress_off_when_quiet_or_not_a_terminal():
     for kwargs in ({"quiet": True, "enabled": True}, {}):
         clock, stream = _Clock(), io.StringIO()  # StringIO is not a terminal

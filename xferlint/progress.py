@@ -15,10 +15,15 @@ import time
 from typing import Callable, Optional, Sequence, TextIO
 
 _ERASE = "\r\x1b[K"
+# Seconds between two redraws: a directory of small programs finishes hundreds of inputs a
+# second, and redrawing for each would flood a (remote) terminal with lines nobody can read.
+_REDRAW = 0.1
 
 
 class Progress:
-    """`update(done, running)` as inputs finish; `close()` (or `with`) at the end."""
+    """`update(done, running)` as inputs finish; `close()` (or `with`) at the end. Drawn at
+    most every `_REDRAW` seconds (the latest state wins), and once a second while nothing
+    changes, for the elapsed time."""
 
     def __init__(self, total: int, *, quiet: bool = False, stream: Optional[TextIO] = None,
                  enabled: Optional[bool] = None, delay: float = 1.0,
@@ -36,25 +41,28 @@ class Progress:
         self._last: Optional[tuple] = None
         self._drawn_at = -1.0
 
-    def update(self, done: int, running: Sequence[str] = ()) -> None:
+    def update(self, done: int, running: Sequence[str] = (), action: str = "lowering") -> None:
+        """`done` of the inputs finished, `running` the ones in hand, being `action`
+        (entry points are lowered; program files only read and checked)."""
         if not self.enabled:
             return
         now = self.clock()
         elapsed = now - self.started
         if elapsed < self.delay:
             return
-        state = (done, tuple(running), int(elapsed))
-        if state == self._last and now - self._drawn_at < 1.0:
+        since = now - self._drawn_at
+        state = (done, tuple(running), action, int(elapsed))
+        if (state == self._last and since < 1.0) or (self.shown and since < _REDRAW):
             return
         self._last, self._drawn_at = state, now
-        self.stream.write(_ERASE + self._fit(self.line(done, running, elapsed)))
+        self.stream.write(_ERASE + self._fit(self.line(done, running, elapsed, action)))
         self.stream.flush()
         self.shown = True
 
-    def line(self, done: int, running: Sequence[str], elapsed: float) -> str:
+    def line(self, done: int, running: Sequence[str], elapsed: float, action: str = "lowering") -> str:
         text = f"xferlint: {done}/{self.total} inputs"
         if running:
-            text += f", lowering {running[0]}" + (f" (+{len(running) - 1} more)" if len(running) > 1 else "")
+            text += f", {action} {running[0]}" + (f" (+{len(running) - 1} more)" if len(running) > 1 else "")
         return f"{text}, {elapsed:.0f} s"
 
     def _fit(self, text: str) -> str:

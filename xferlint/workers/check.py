@@ -106,7 +106,7 @@ def check_paths(paths: Iterable[str], rules: Sequence[Rule], *, strict: bool = F
         here = [(i, s) for i, s in enumerate(slots) if isinstance(s, EntryPoint) and s.is_program_file]
         with collector_paused():  # program files run no user code: the run's heap only grows
             for done, (i, slot) in enumerate(here):
-                progress.update(done, [slot.label])
+                progress.update(done, [slot.label], action="checking")
                 parts[i] = _part(timelines, template)
                 check_entry(parts[i], slot, rules, strict, source_map)
         done = len(slots) - len(remote)  # and the inputs that did not expand
