@@ -66,7 +66,11 @@ def to_json_text(obj: Any) -> str:
     in one walk over the dataclasses: no intermediate dicts, and the C string encoder for
     every string (with `indent`, json.dumps falls back to its pure-Python encoder, which
     yields a chunk per token: most of a report's output time)."""
-    return _text(obj, "\n")
+    try:
+        return _text(obj, "\n")
+    finally:  # the texts are keyed by id: forget them before their objects can go
+        for memo in _MEMOS:
+            memo.clear()
 
 
 def _text(obj: Any, pad: str) -> str:
@@ -97,6 +101,7 @@ def _text(obj: Any, pad: str) -> str:
 
 
 _WRITERS: dict[type, Optional[dict[str, Any]]] = {}  # per class: per indentation; None: no dataclass
+_MEMOS: list[dict[int, str]] = []  # every writer's texts of one `to_json_text` call, by id(obj)
 
 
 def _writer(cls: type, pad: str) -> Any:
@@ -119,8 +124,10 @@ def _compile_writer(names: tuple[str, ...], pad: str) -> Any:
     if not names:
         return lambda obj: "{}"
     inner = pad + "  "
+    memo: dict[int, str] = {}
+    _MEMOS.append(memo)
     env: dict[str, Any] = {"_enc": _encode_string, "_text": _text, "_str": str, "_inner": inner, "_join": "".join,
-                           "_close": pad + "}",
+                           "_close": pad + "}", "_memo": memo, "_seen": memo.get, "_id": id,
                            "_values": operator.attrgetter(*names) if len(names) > 1 else None}
     parts = []
     for k, name in enumerate(names):
@@ -129,7 +136,8 @@ def _compile_writer(names: tuple[str, ...], pad: str) -> Any:
     fetch = (f"({', '.join(f'v{k}' for k in range(len(names)))},) = _values(obj)" if len(names) > 1
              else f"v0 = obj.{names[0]}")
     # one join: a chain of `+` would copy the growing text once per field
-    source = f"def write(obj):\n {fetch}\n return _join(({', '.join(parts)}, _close))\n"
+    source = (f"def write(obj):\n text = _seen(_id(obj))\n if text is not None:\n  return text\n {fetch}\n"
+              f" text = _memo[_id(obj)] = _join(({', '.join(parts)}, _close))\n return text\n")
     exec(source, env)  # noqa: S102 - generated from the class's own field names
     return env["write"]
 

@@ -89,3 +89,9 @@ def test_json_text_is_json_dumps_byte_for_byte(capsys, inputs):
 
     tree = Tree()
     assert to_json_text(tree) == json.dumps(to_jsonable(tree), indent=2, ensure_ascii=False)
+    # one object met again, at its own depth and deeper, reuses its text; fresh objects in
+    # a later call (ids of dead ones reused) get their own
+    for k in range(3):
+        shared = Leaf(name=f"shared {k}")
+        tree = Tree(leaves=(shared, shared), leaf_list=[shared, Leaf(name=str(k))], nested={"deeper": [shared]})
+        assert to_json_text(tree) == json.dumps(to_jsonable(tree), indent=2, ensure_ascii=False)
