@@ -78,20 +78,32 @@ def _schema_name(target: Any) -> Optional[str]:
     return schema.name if schema is not None else None
 
 
-def _out_arg_names(target: Any) -> frozenset[str]:
-    schema = getattr(target, "_schema", None)
-    if schema is None:
-        return frozenset()
-    return frozenset(a.name for a in schema.arguments if a.is_out)
+def _schema_traits(target: Any) -> tuple[frozenset[str], bool]:
+    """(names of the op's out= arguments, whether it writes one of its other arguments),
+    read from its schema once per target: thousands of call sites share a few ops."""
+    try:
+        return _SCHEMA_TRAITS[target]
+    except KeyError:
+        pass
+    except TypeError:  # an unhashable target
+        return _read_schema_traits(target)
+    traits = _read_schema_traits(target)
+    if len(_SCHEMA_TRAITS) < 4096:
+        _SCHEMA_TRAITS[target] = traits
+    return traits
 
 
-def _mutates(target: Any) -> bool:
+# op target -> its _schema_traits.
+_SCHEMA_TRAITS: dict[Any, tuple[frozenset[str], bool]] = {}
+
+
+def _read_schema_traits(target: Any) -> tuple[frozenset[str], bool]:
     schema = getattr(target, "_schema", None)
     if schema is None:
-        return False
-    return any(
-        a.alias_info is not None and a.alias_info.is_write and not a.is_out for a in schema.arguments
-    )
+        return frozenset(), False
+    outs = frozenset(a.name for a in schema.arguments if a.is_out)
+    mutates = any(a.alias_info is not None and a.alias_info.is_write and not a.is_out for a in schema.arguments)
+    return outs, mutates
 
 
 def _device_of_spec(spec: Any) -> Optional[Device]:
@@ -535,7 +547,7 @@ class _GraphReader:
 
     def _operator(self, node, sname: str) -> None:
         target = node.target
-        outs = _out_arg_names(target)
+        outs, mutates = _schema_traits(target)
         args = list(node.args) + [v for k, v in node.kwargs.items() if k not in outs]
         if sname in IGNORED_OPS:
             return None
@@ -553,7 +565,7 @@ class _GraphReader:
         elif sname in _ALIAS_OPS:
             self._emit(node, OpKind.ALIAS, inputs[:1], outputs)
         else:
-            self._emit(node, OpKind.COMPUTE, inputs, outputs, mutates=_mutates(target))
+            self._emit(node, OpKind.COMPUTE, inputs, outputs, mutates=mutates)
 
     def _to_target(self, node, sname: str) -> Optional[Device]:
         """The device a `.to()` (or a cross-device `copy_`) moves its operand to: the
@@ -773,8 +785,18 @@ def _placement(spec: Any) -> Optional[Placement]:
     mem_id = getattr(spec, "mem_id", None)
     if mem_id is None or getattr(spec, "const", False):
         return None
-    return _PLACEMENT.of({"buffer": int(mem_id), "offset": int(getattr(spec, "mem_offset", 0) or 0),
-                          "nbytes": _allocated(spec)})
+    key = (int(mem_id), int(getattr(spec, "mem_offset", 0) or 0), _allocated(spec))
+    try:  # the plan reuses its slots: values of a method share a few (buffer, offset, size)
+        return _PLACEMENTS[key]
+    except KeyError:
+        found = _PLACEMENT.of({"buffer": key[0], "offset": key[1], "nbytes": key[2]})
+        if len(_PLACEMENTS) < 65536:
+            _PLACEMENTS[key] = found
+        return found
+
+
+# (buffer, offset, nbytes) -> its Placement, interned.
+_PLACEMENTS: dict[tuple[int, int, Optional[int]], Placement] = {}
 
 
 # (shape, dtype, alignment) -> TensorSpec.allocated_memory, which recomputes it per call.
