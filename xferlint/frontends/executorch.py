@@ -17,7 +17,7 @@ import dataclasses
 import operator
 from functools import lru_cache
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 import torch
 import torch.fx
@@ -78,23 +78,30 @@ def _schema_name(target: Any) -> Optional[str]:
     return schema.name if schema is not None else None
 
 
+class _Interned(dict):
+    """`make(key)`, made once per key: a hit is a plain dict look-up. It stops growing at
+    `limit` entries, so a stream of ever new keys does not grow it without end."""
+
+    __slots__ = ("make", "limit")
+
+    def __init__(self, make: Callable[[Any], Any], limit: int) -> None:
+        super().__init__()
+        self.make, self.limit = make, limit
+
+    def __missing__(self, key: Any) -> Any:
+        value = self.make(key)
+        if len(self) < self.limit:
+            self[key] = value
+        return value
+
+
 def _schema_traits(target: Any) -> tuple[frozenset[str], bool]:
     """(names of the op's out= arguments, whether it writes one of its other arguments),
     read from its schema once per target: thousands of call sites share a few ops."""
     try:
         return _SCHEMA_TRAITS[target]
-    except KeyError:
-        pass
     except TypeError:  # an unhashable target
         return _read_schema_traits(target)
-    traits = _read_schema_traits(target)
-    if len(_SCHEMA_TRAITS) < 4096:
-        _SCHEMA_TRAITS[target] = traits
-    return traits
-
-
-# op target -> its _schema_traits.
-_SCHEMA_TRAITS: dict[Any, tuple[frozenset[str], bool]] = {}
 
 
 def _read_schema_traits(target: Any) -> tuple[frozenset[str], bool]:
@@ -104,6 +111,9 @@ def _read_schema_traits(target: Any) -> tuple[frozenset[str], bool]:
     outs = frozenset(a.name for a in schema.arguments if a.is_out)
     mutates = any(a.alias_info is not None and a.alias_info.is_write and not a.is_out for a in schema.arguments)
     return outs, mutates
+
+
+_SCHEMA_TRAITS = _Interned(_read_schema_traits, 4096)  # op target -> its _schema_traits
 
 
 def _device_of_spec(spec: Any) -> Optional[Device]:
@@ -785,18 +795,12 @@ def _placement(spec: Any) -> Optional[Placement]:
     mem_id = getattr(spec, "mem_id", None)
     if mem_id is None or getattr(spec, "const", False):
         return None
-    key = (int(mem_id), int(getattr(spec, "mem_offset", 0) or 0), _allocated(spec))
-    try:  # the plan reuses its slots: values of a method share a few (buffer, offset, size)
-        return _PLACEMENTS[key]
-    except KeyError:
-        found = _PLACEMENT.of({"buffer": key[0], "offset": key[1], "nbytes": key[2]})
-        if len(_PLACEMENTS) < 65536:
-            _PLACEMENTS[key] = found
-        return found
+    # the plan reuses its slots: values of a method share a few (buffer, offset, size)
+    return _PLACEMENTS[int(mem_id), int(getattr(spec, "mem_offset", 0) or 0), _allocated(spec)]
 
 
 # (buffer, offset, nbytes) -> its Placement, interned.
-_PLACEMENTS: dict[tuple[int, int, Optional[int]], Placement] = {}
+_PLACEMENTS = _Interned(lambda key: _PLACEMENT.of({"buffer": key[0], "offset": key[1], "nbytes": key[2]}), 65536)
 
 
 # (shape, dtype, alignment) -> TensorSpec.allocated_memory, which recomputes it per call.
