@@ -70,7 +70,7 @@ def graph_outputs(folder: Path, real: bool) -> None:
     signature = synth.signature()
     for blocks, fanout in ((200, False), (500, True)):
         post = ba.propagate_device(synth.build(blocks, fanout), elide=False)
-        write(f"synthetic-{blocks}{'-fanout' if fanout else ''}", _exported(post, signature))
+        write(f"synthetic-{blocks}{'-fanout' if fanout else ''}", _graph_view(post, signature))
     if real:
         import torch
         from executorch.exir import ExecutorchBackendConfig
@@ -84,7 +84,7 @@ def graph_outputs(folder: Path, real: bool) -> None:
             write("real-program", edge.to_executorch(ExecutorchBackendConfig()))
 
 
-def _exported(gm, signature):
+def _graph_view(gm, signature):
     """The synthetic graph as a ProgramView (its frontend is the one bench_analysis times)."""
     import bench_analysis as ba
     from xferlint.frontends.executorch import read_method
