@@ -39,7 +39,7 @@ def _merged(deltas: list[Delta]) -> Delta:
 def _decisions(view, method) -> tuple[list[bool], list[bool]]:
     """(incremental, from scratch): per selected plan, accepted or not."""
     planning = plan_method(view, method, select_rules())
-    closure, memory = DeadClosure(method, planning.facts), MemoryCheck(method)
+    closure, memory = DeadClosure(method, planning.facts), MemoryCheck(method, planning.facts)
     fast, slow, accepted, deltas = [], [], [], []
     for selected in planning.selected:
         extended = [r.new for r in selected.rewires]
@@ -50,7 +50,7 @@ def _decisions(view, method) -> tuple[list[bool], list[bool]]:
         union = {n for p in resolve(method, planning.facts, accepted + [selected]) for n in p.removes}
         before = {n for p in resolve(method, planning.facts, accepted) for n in p.removes} if accepted else set()
         assert step.removed == union - before
-        fresh = MemoryCheck(method)
+        fresh = MemoryCheck(method, planning.facts)
         fresh.commit(_merged(deltas), ())
         slow.append(fresh.trial(delta, extended) is None)
         fast.append(ok)

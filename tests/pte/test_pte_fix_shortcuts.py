@@ -46,14 +46,14 @@ def _said(conflict):
 def _conflicts(view, method) -> tuple[list, list]:
     """(with the shortcut, the long way): per selected plan, the conflict its trial reports."""
     planning = plan_method(view, method, select_rules())
-    closure, memory = DeadClosure(method, planning.facts), MemoryCheck(method)
+    closure, memory = DeadClosure(method, planning.facts), MemoryCheck(method, planning.facts)
     fast, slow, deltas = [], [], []
     for selected in planning.selected:
         extended = [r.new for r in selected.rewires]
         step = closure.trial(selected)
         delta = _delta(method, selected, step.removed)
         found = memory.trial(delta, extended)
-        afresh = _Afresh(method)
+        afresh = _Afresh(method, planning.facts)
         if deltas:
             afresh.commit(_merged(deltas), ())
         fast.append(_said(found))

@@ -220,7 +220,7 @@ def _decide(view: ProgramView, index: int, native: PteNative, linter: _Linter, u
         return None
     accepted: list[FixPlan] = []
     closure = DeadClosure(method, planning.facts)  # what the accepted plans remove, grown per plan
-    memory = MemoryCheck(method)
+    memory = MemoryCheck(method, planning.facts)
     patchable = _Patchable(method, planning, native)
     for j, selected in enumerate(planning.selected):
         problem = patchable.problem(j)

@@ -25,6 +25,7 @@ value or a view of it, moves a reader away, edits a view) computes that region a
 
 from typing import Iterable, NamedTuple, Optional
 
+from xferlint.analyzer.facts import DeviceFacts
 from xferlint.analyzer.view import MethodView, Node, OpKind
 
 
@@ -74,17 +75,12 @@ class _Region:
 class MemoryCheck:
     """The memory plan of one method under a growing set of accepted edits."""
 
-    def __init__(self, method: MethodView) -> None:
+    def __init__(self, method: MethodView, facts: DeviceFacts) -> None:
         self.method = method
         self.nodes = method.nodes
         self.cfg = method.cfg
-        self.readers: dict[str, list[int]] = {}  # value -> nodes that read it (the original)
-        self.alias_readers: dict[str, list[int]] = {}
-        for node in method.nodes:
-            for v in dict.fromkeys(node.inputs):
-                self.readers.setdefault(v, []).append(node.index)
-                if node.kind == OpKind.ALIAS:
-                    self.alias_readers.setdefault(v, []).append(node.index)
+        self.facts = facts  # the original readers of a value, asked only for the values trials touch
+        self._read: dict[str, list[int]] = {}
         self.rewires: dict[int, dict[str, str]] = {}
         self.removed: set[int] = set()
         self.outputs: dict[str, str] = {}
@@ -111,6 +107,14 @@ class MemoryCheck:
     def _defs(self, i: int, delta: Delta) -> tuple[str, ...]:
         return () if i in self.removed or i in delta.removed else self.nodes[i].outputs
 
+    def _read_by(self, v: str) -> list[int]:
+        """The nodes that read `v` in the original method (indexed per value on first ask:
+        an index of every node's reads cost more than all the trials of a method)."""
+        got = self._read.get(v)
+        if got is None:
+            got = self._read[v] = [n.index for n in self.facts.readers(v)]
+        return got
+
     def _rewired_to(self, v: str, delta: Delta) -> list[int]:
         """Nodes the accepted edits or `delta` make read `v` (a list: asked per value of a
         walk, and a generator cost more than the few nodes it yields)."""
@@ -125,8 +129,8 @@ class MemoryCheck:
         family, work = {value}, [value]
         while work:
             v = work.pop()
-            aliases = [*self.alias_readers.get(v, ()),
-                       *(i for i in self._rewired_to(v, delta) if self.nodes[i].kind == OpKind.ALIAS)]
+            aliases = [i for group in (self._read_by(v), self._rewired_to(v, delta)) for i in group
+                       if self.nodes[i].kind == OpKind.ALIAS]
             for i in aliases:
                 if v in self._uses(i, delta):
                     for out in self._defs(i, delta):
@@ -137,9 +141,8 @@ class MemoryCheck:
 
     def _readers_of(self, family: set[str], delta: Delta) -> list[int]:
         found = set()
-        readers = self.readers
         for v in family:
-            for group in (readers.get(v, ()), self._rewired_to(v, delta)):
+            for group in (self._read_by(v), self._rewired_to(v, delta)):
                 for i in group:
                     if i not in found and not family.isdisjoint(self._uses(i, delta)):
                         found.add(i)
