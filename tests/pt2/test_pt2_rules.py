@@ -75,7 +75,9 @@ def test_pt2_check_never_imports_torch(pt2_dir):
 
 
 def test_bundled_samples_are_current(pt2_dir):
-    """sample_models/pt2 holds the training-IR exports the builder writes today (same graph)."""
+    """sample_models/pt2 holds the training-IR exports the builder writes today: the same
+    graph, and findings at the same source lines (an archive exported before
+    aten_models.py changed points `make demo` users at the wrong line)."""
     import zipfile
 
     bundled = os.path.join(REPO, "sample_models", "pt2")
@@ -84,4 +86,7 @@ def test_bundled_samples_are_current(pt2_dir):
             with zipfile.ZipFile(path) as zf:
                 model = json.loads(zf.read(next(n for n in zf.namelist() if n.endswith("models/model.json"))))
             return [n["target"] for n in model["graph_module"]["graph"]["nodes"]]
-        assert graph(os.path.join(bundled, f"{name}.pt2")) == graph(os.path.join(pt2_dir, f"{name}.pt2")), name
+        ours, fresh = os.path.join(bundled, f"{name}.pt2"), os.path.join(pt2_dir, f"{name}.pt2")
+        assert graph(ours) == graph(fresh), name
+        where = [(f.code, f.location.line, f.location.column) for f in lint(load_pt2_file(fresh).view)]
+        assert [(f.code, f.location.line, f.location.column) for f in lint(load_pt2_file(ours).view)] == where, name
