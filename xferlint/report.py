@@ -8,7 +8,7 @@ from typing import Optional
 
 from xferlint import __version__
 from xferlint.analyzer.summary import MethodTransfers, TransferSummary, summarize
-from xferlint.findings import Finding, InputErrorEntry
+from xferlint.findings import Finding, InputErrorEntry, node_order
 from xferlint.serialize import BOUNDARY, described, json_schema as _json_schema
 
 
@@ -52,7 +52,7 @@ def _sort_key(finding: Finding):
         finding.program,
         finding.method,
         finding.code,
-        finding.nodes,
+        node_order(finding.nodes),
     )
 
 

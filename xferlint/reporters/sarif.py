@@ -64,7 +64,7 @@ from sarif_om import (
 )
 
 from xferlint import __version__
-from xferlint.findings import Finding, Severity, Step
+from xferlint.findings import Finding, Severity, Step, node_order
 from xferlint.findings import Location as SourceLine
 from xferlint.fingerprint import SCHEME, finding_key, fingerprints
 from xferlint import fsutil
@@ -381,7 +381,7 @@ def _sort_key(finding: Finding, root: str):
         finding.input,
         finding.program,
         finding.method,
-        finding.nodes,
+        node_order(finding.nodes),
         finding.message,
     )
 
