@@ -382,8 +382,9 @@ class _GraphReader:
 
     def _value(self, vid: str, spec: Any, val: Any, constant_name: Optional[str]) -> str:
         meta, declared, placement = _value_facts(spec, val, self.b.arenas is not None)
-        self.b.values[vid] = _VALUE.of({"id": vid, "tensor": meta, "declared_device": declared,
-                                        "constant_name": constant_name, "placement": placement})
+        self.b.values[vid] = _VALUE.whole({"id": vid, "tensor": meta, "declared_device": declared,
+                                           "constant_name": constant_name, "spec_device": None,
+                                           "mutable": False, "placement": placement})
         return vid
 
     def _operand(self, node: torch.fx.Node) -> Optional[str]:
@@ -410,7 +411,7 @@ class _GraphReader:
               mutates: bool = False) -> Node:
         nodes = self.b.nodes
         scope = self.scope
-        node_view = _NODE.of({
+        node_view = _NODE.whole({
             "index": len(nodes),
             "name": f"{scope}/{node.name}" if scope else node.name,
             "kind": kind,
@@ -768,7 +769,7 @@ def _inner_ops(b: _Builder, lowered: Any, n_inputs: int) -> tuple[tuple[InnerOp,
             placeholders.append(n)
         elif n.op == "call_function" and n.target is not operator.getitem:
             index[n] = len(ops)
-            ops.append(_INNER_OP.of({"name": n.name, "target": b.name_of(n.target),
+            ops.append(_INNER_OP.whole({"name": n.name, "target": b.name_of(n.target),
                                      "location": b.locate(n.meta.get("stack_trace"))}))
         elif n.op == "output":
             results = _flatten_args(n.args[0] if n.args else ())
