@@ -230,6 +230,49 @@ def _concrete(dim: Any) -> Optional[int]:
     return int(value) if value is not None else None
 
 
+_Facts = tuple[Optional[TensorMeta], Optional[Device], Optional[Placement]]
+
+
+def _value_facts(spec: Any, val: Any, planned: bool) -> _Facts:
+    """(TensorMeta, declared device, Placement when `planned`) of a value, from its spec and
+    traced `val`. For ExecuTorch's own TensorSpec they are memoised on the fields they are
+    read from: a program's thousands of specs repeat a few shapes, devices and plan slots."""
+    if _IS_TENSOR_SPEC[type(spec)] and spec.scalar_type is not None and spec.device is not None:
+        device = spec.device
+        try:  # val.shape wins over spec.shape for the TensorMeta, as in _tensor_meta
+            key = (val.shape if isinstance(val, torch.Tensor) else None, spec.scalar_type, type(device), device,
+                   spec.device_index, planned and (spec.mem_id, spec.mem_offset, spec.const, spec.alignment,
+                                                   tuple(spec.shape)))
+            return _FACTS[key]
+        except KeyError:
+            facts = _read_value_facts(spec, val, planned)
+            if len(_FACTS) < 65536:
+                _FACTS[key] = facts
+            return facts
+        except TypeError:  # a symbolic shape (a SymInt does not hash)
+            pass
+    return _read_value_facts(spec, val, planned)
+
+
+def _read_value_facts(spec: Any, val: Any, planned: bool) -> _Facts:
+    tensor_val = isinstance(val, torch.Tensor)
+    meta = _tensor_meta(spec, val) if tensor_val or (spec is not None and hasattr(spec, "dtype")) else None
+    declared = _device_of_spec(spec) if spec is not None else None
+    if declared is None and tensor_val:
+        declared = _device(val.device.type, val.device.index or 0)
+    return meta, declared, _placement(spec) if planned else None
+
+
+def _is_tensor_spec(cls: type) -> bool:
+    """ExecuTorch's TensorSpec itself (a subclass may compute its fields differently)."""
+    return cls.__name__ == "TensorSpec" and cls.__module__ == "executorch.exir.tensor"
+
+
+_IS_TENSOR_SPEC = _Interned(_is_tensor_spec, 256)  # type(spec) -> _is_tensor_spec
+# (what _value_facts reads of a TensorSpec and its val) -> its facts
+_FACTS: dict[tuple, _Facts] = {}
+
+
 def _spec_items(node: torch.fx.Node) -> tuple[Any, Any, bool]:
     """(spec, val, is_tuple) for a node's result."""
     spec = node.meta.get("spec")
@@ -338,14 +381,10 @@ class _GraphReader:
         return (self._value(base, spec, val, constant_name),)
 
     def _value(self, vid: str, spec: Any, val: Any, constant_name: Optional[str]) -> str:
-        tensor_val = isinstance(val, torch.Tensor)
-        meta = _tensor_meta(spec, val) if tensor_val or (spec is not None and hasattr(spec, "dtype")) else None
-        declared = _device_of_spec(spec) if spec is not None else None
-        if declared is None and tensor_val:
-            declared = _device(val.device.type, val.device.index or 0)
-        self.b.values[vid] = _VALUE.of({"id": vid, "tensor": meta, "declared_device": declared,
-                                        "constant_name": constant_name,
-                                        "placement": _placement(spec) if self.b.arenas is not None else None})
+        meta, declared, placement = _value_facts(spec, val, self.b.arenas is not None)
+        self.b.values[vid] = _VALUE.whole({"id": vid, "tensor": meta, "declared_device": declared,
+                                           "constant_name": constant_name, "spec_device": None,
+                                           "mutable": False, "placement": placement})
         return vid
 
     def _operand(self, node: torch.fx.Node) -> Optional[str]:
@@ -372,7 +411,7 @@ class _GraphReader:
               mutates: bool = False) -> Node:
         nodes = self.b.nodes
         scope = self.scope
-        node_view = _NODE.of({
+        node_view = _NODE.whole({
             "index": len(nodes),
             "name": f"{scope}/{node.name}" if scope else node.name,
             "kind": kind,
@@ -730,7 +769,7 @@ def _inner_ops(b: _Builder, lowered: Any, n_inputs: int) -> tuple[tuple[InnerOp,
             placeholders.append(n)
         elif n.op == "call_function" and n.target is not operator.getitem:
             index[n] = len(ops)
-            ops.append(_INNER_OP.of({"name": n.name, "target": b.name_of(n.target),
+            ops.append(_INNER_OP.whole({"name": n.name, "target": b.name_of(n.target),
                                      "location": b.locate(n.meta.get("stack_trace"))}))
         elif n.op == "output":
             results = _flatten_args(n.args[0] if n.args else ())
