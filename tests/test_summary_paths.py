@@ -37,3 +37,33 @@ def test_traffic_counts_pairs_are_the_pairs_of_the_copies():
         assert counted["pairs"] == summary._pairs((c.source, c.target, 1, c.nbytes or 0) for c in found)
         assert counted["h2d_copies"] == sum(c.direction == summary.H2D for c in found)
         assert counted["bytes"] == sum(c.nbytes or 0 for c in found)
+
+
+def _random_facts(seed: int):
+    """A method of copies of every kind (`.to()`s that stay put, copies without operands,
+    of symbolic or non-tensor values, in and out of control flow) over a few devices."""
+    from xferlint.analyzer.facts import DeviceFacts
+    from xferlint.analyzer.lattice import Device
+    from xferlint.analyzer.view import MethodView, TensorMeta, Value
+
+    rnd = random.Random(seed)
+    devices = [Device("cpu", 0), Device("cuda", 0), Device("cuda", 1), None]
+    kinds = [OpKind.INPUT, OpKind.H2D, OpKind.D2H, OpKind.TO_DEVICE, OpKind.COMPUTE, OpKind.DELEGATE]
+    nodes, values = [], {}
+    for i in range(rnd.randint(1, 50)):
+        kind = OpKind.INPUT if i == 0 else rnd.choice(kinds)
+        out = f"v{i}"
+        sizes = rnd.choice([64, None, "none"])
+        values[out] = Value(id=out, tensor=None if sizes == "none" else TensorMeta((4,), "f32", sizes),
+                            declared_device=rnd.choice(devices))
+        inputs = () if kind is OpKind.INPUT or rnd.random() < 0.05 else (f"v{rnd.randrange(i)}",)
+        nodes.append(Node(index=i, name=f"n{i % 40}", kind=kind, target="t", inputs=inputs, outputs=(out,),
+                          device=rnd.choice(devices), scope=rnd.choice(["", "loop 1-3"])))
+    return DeviceFacts.compute(MethodView(name="forward", nodes=tuple(nodes), values=values))
+
+
+def test_traffic_counted_without_copies_is_the_copies_traffic():
+    for seed in range(300):
+        facts = _random_facts(seed)
+        found = summary.copies(facts)
+        assert summary._traffic(facts) == summary.traffic_counts(found)

@@ -126,13 +126,15 @@ def _compile_writer(names: tuple[str, ...], pad: str) -> Any:
     inner = pad + "  "
     memo: dict[int, str] = {}
     _MEMOS.append(memo)
-    env: dict[str, Any] = {"_enc": _encode_string, "_text": _text, "_str": str, "_inner": inner, "_join": "".join,
+    env: dict[str, Any] = {"_enc": _encode_string, "_via": _texts_at(inner), "_str": str, "_join": "".join,
                            "_close": pad + "}", "_memo": memo, "_seen": memo.get, "_id": id,
                            "_values": operator.attrgetter(*names) if len(names) > 1 else None}
     parts = []
     for k, name in enumerate(names):
         env[f"_p{k}"] = ("{" if k == 0 else ",") + inner + _encode_string(name) + ": "
-        parts.append(f"_p{k}, _enc(v{k}) if type(v{k}) is _str else _text(v{k}, _inner)")
+        # a string or None in place; any other value by its type's text function (one look-up)
+        parts.append(f"_p{k}, _enc(v{k}) if type(v{k}) is _str else 'null' if v{k} is None "
+                     f"else _via[type(v{k})](v{k})")
     fetch = (f"({', '.join(f'v{k}' for k in range(len(names)))},) = _values(obj)" if len(names) > 1
              else f"v0 = obj.{names[0]}")
     # one join: a chain of `+` would copy the growing text once per field
@@ -143,22 +145,76 @@ def _compile_writer(names: tuple[str, ...], pad: str) -> Any:
 
 
 def _list_text(items: Any, pad: str) -> str:
-    if not items:
-        return "[]"
-    inner = pad + "  "
-    first = items[0]
-    if type(first) is str:
-        try:  # a list of strings (a finding's nodes, devices, copies) in one C pass
-            return "[" + inner + ("," + inner).join(map(_encode_string, items)) + pad + "]"
-        except TypeError:  # some later item is no string
-            pass
-    kind = type(first)
-    writer = _writer(kind, inner)  # a list of findings, of steps: one writer for all
+    return _texts_at(pad)[list](items)
+
+
+class _Texts(dict):
+    """The text function of each type met at one indentation (`_text` for that type, with
+    the indentation bound), made on first use: a dataclass's field or a list's item is
+    written through one look-up rather than `_text`'s chain of type tests."""
+
+    def __init__(self, pad: str) -> None:
+        super().__init__()
+        self.pad = pad
+
+    def __missing__(self, cls: type) -> Any:
+        function = self[cls] = _text_function(cls, self.pad)
+        return function
+
+
+_TEXTS: dict[str, _Texts] = {}  # by indentation
+
+
+def _texts_at(pad: str) -> _Texts:
+    texts = _TEXTS.get(pad)
+    if texts is None:
+        texts = _TEXTS[pad] = _Texts(pad)
+    return texts
+
+
+def _text_function(cls: type, pad: str) -> Any:
+    """`lambda obj: _text(obj, pad)` for objects of exactly class `cls`, without its tests."""
+    if cls is str:
+        return _encode_string
+    if cls is type(None):
+        return lambda obj: "null"
+    if cls is bool:
+        return lambda obj: "true" if obj else "false"
+    if cls is int:
+        return int.__repr__
+    if cls is float:
+        return _FLOAT
+    if cls is list or cls is tuple:
+        return _list_writer(pad)
+    writer = _writer(cls, pad)
     if writer is not None:
-        texts = [writer(item) if type(item) is kind else _text(item, inner) for item in items]
-    else:
-        texts = [_text(item, inner) for item in items]
-    return "[" + inner + ("," + inner).join(texts) + pad + "]"
+        return writer
+    if issubclass(cls, enum.Enum):  # each member's text once (reading `.value` is a Python call)
+        members = {id(member): _text(member.value, pad) for member in cls}
+        return lambda obj: members.get(id(obj)) or _text(obj.value, pad)
+    return lambda obj: _text(obj, pad)
+
+
+def _list_writer(pad: str) -> Any:
+    """The text function of a list (or tuple) at indentation `pad`."""
+    inner = pad + "  "
+    start, comma, end = "[" + inner, "," + inner, pad + "]"
+    via = _texts_at(inner)
+
+    def write(items: Any) -> str:
+        if not items:
+            return "[]"
+        kind = type(items[0])
+        if kind is str:
+            try:  # a list of strings (a finding's nodes, devices, copies) in one C pass
+                return start + comma.join(map(_encode_string, items)) + end
+            except TypeError:  # some later item is no string
+                pass
+        first = via[kind]  # a list of findings, of steps: one function for all
+        return start + comma.join([first(item) if type(item) is kind else via[type(item)](item)
+                                   for item in items]) + end
+
+    return write
 
 
 def _object_text(items: list, pad: str) -> str:

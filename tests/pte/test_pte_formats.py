@@ -67,6 +67,12 @@ def test_json_text_is_json_dumps_byte_for_byte(capsys, inputs):
     class Colour(enum.Enum):
         RED = "red"
 
+    class Size(enum.IntEnum):
+        BIG = 3
+
+    class Name(str):
+        pass
+
     @dataclass(frozen=True)
     class Leaf:
         name: str = 'quote " back\\slash \n tab\t ünï \u2028 \x00'
@@ -83,7 +89,8 @@ def test_json_text_is_json_dumps_byte_for_byte(capsys, inputs):
         empty_dict: dict = field(default_factory=dict)
         nested: dict = field(default_factory=lambda: {"a": [[], {}, [1, [2.5e-300, True]]], 3: "int key"})
         # lists the writer takes in one pass (all strings, all one dataclass) and ones it cannot
-        mixed: list = field(default_factory=lambda: ["a", "b", None, 1, Colour.RED, [Colour.RED, "c"]])
+        mixed: list = field(default_factory=lambda: ["a", "b", None, 1, Colour.RED, [Colour.RED, "c"], Size.BIG,
+                                                     Name("n"), [Name("m"), "o"], (True, 2.0)])
         leaf_list: list = field(default_factory=lambda: [Leaf(), Leaf(name="x"), None, "leaf", Leaf()])
         strings: tuple = ("p", "q")
 

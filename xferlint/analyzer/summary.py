@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
 from xferlint.analyzer.facts import DeviceFacts
-from xferlint.analyzer.lattice import CPU, Device
+from xferlint.analyzer.lattice import CPU, UNREACHED, Device
 from xferlint.analyzer.view import COPY_KINDS, MethodView, Node, OpKind
 from xferlint.serialize import BOUNDARY, described
 
@@ -165,7 +165,8 @@ def _distinct_bytes(by_name: dict[str, Copy], names: Iterable[str]) -> int:
 
 def traffic_counts(found: list[Copy]) -> dict:
     """The Traffic fields (but savings) of a list of copies, in one pass over them (the
-    pairs too: what `_pairs` makes of each copy's (source, target, 1, bytes))."""
+    pairs too: what `_pairs` makes of each copy's (source, target, 1, bytes)). A check
+    counts a method's copies without building them (`_traffic`); this is its plain form."""
     h2d = h2d_bytes = d2h = d2h_bytes = total = symbolic = in_control_flow = 0
     table: dict[tuple[str, str], list[int]] = {}
     for c in found:
@@ -198,15 +199,93 @@ def traffic_counts(found: list[Copy]) -> dict:
 def method_transfers(input: str, program: str, method: MethodView, facts: DeviceFacts,
                      findings: Iterable = ()) -> MethodTransfers:
     """The traffic of one method; `findings` are that method's findings (for the savings)."""
-    found = copies(facts)
     mine = [f for f in findings if f.method == method.name and f.program == program and f.input == input]
     flagged = savings = 0
     if mine:  # (no findings, nothing flagged: no index of 100,000 copies to build)
-        by_name = {c.node.name: c for c in found}
+        by_name = {c.node.name: c for c in copies(facts)}
         flagged = _distinct_bytes(by_name, (n for f in mine for n in f.copies))
         savings = _distinct_bytes(by_name, (n for f in mine if f.fixable for n in f.removes))
+    # Counted once per facts (the summary is made again after the fix trial): from the
+    # copies when the findings needed them, else without building them.
+    counts = facts.derived("summary.traffic", lambda _: traffic_counts(copies(facts)) if mine else _traffic(facts))
     return MethodTransfers(input=input, program=program, method=method.name, flagged_bytes=flagged,
-                           fixable_savings=savings, **traffic_counts(found))
+                           fixable_savings=savings, **dict(counts, pairs=list(counts["pairs"])))
+
+
+def _traffic(facts: DeviceFacts) -> dict:
+    """`traffic_counts(copies(facts))`, without a Copy per copy: the copies are counted by
+    (kind, source device object, target device object), each group's direction and device
+    names worked out once (a method has a handful of groups and may have 100,000 copies)."""
+    devices, values = facts.devices, facts.method.values
+    d2h = OpKind.D2H  # once: an enum member look-up is ~65 ns
+    groups: dict[tuple, Optional[list]] = {}  # key -> [direction, source, target, copies, bytes, symbolic]
+    in_control_flow = 0
+    for node in facts.method.nodes:
+        kind = node.kind
+        if kind not in COPY_KINDS or not node.inputs:
+            continue
+        source = devices.get(node.inputs[0], UNREACHED)
+        target = CPU if kind is d2h else node.device
+        key = (kind, id(source), id(target))  # the devices outlive this loop: their ids stay theirs
+        group = groups.get(key, _NEW)
+        if group is _NEW:
+            group = groups[key] = _group(kind, source, target)
+        if group is None:  # no target, or a `.to()` that stays on its device
+            continue
+        nbytes = _nbytes(values, node.outputs[0] if node.outputs else None)
+        if nbytes is None:
+            nbytes = _nbytes(values, node.inputs[0])
+        group[3] += 1
+        if nbytes is None:
+            group[5] += 1
+        else:
+            group[4] += nbytes
+        if node.scope:
+            in_control_flow += 1
+    return _totals([g for g in groups.values() if g is not None], in_control_flow)
+
+
+_NEW: list = []  # a group not seen yet (None is a group of no copies)
+
+
+def _group(kind: OpKind, source, target: Optional[Device]) -> Optional[list]:
+    """A new group's counters, or None when its nodes move nothing (see `_copy`)."""
+    if target is None:
+        return None
+    if kind == OpKind.TO_DEVICE:
+        if not isinstance(source, Device) or source == target:
+            return None
+        direction = H2D if source.is_host else D2H if target.is_host else D2D
+    else:
+        direction = H2D if kind == OpKind.H2D else D2H
+    return [direction, _device_name(source), str(target), 0, 0, 0]
+
+
+def _nbytes(values, vid: Optional[str]) -> Optional[int]:
+    """`DeviceFacts.nbytes(vid)`, from the method's values dict."""
+    value = values.get(vid) if vid is not None else None
+    return value.tensor.nbytes if value is not None and value.tensor is not None else None
+
+
+def _totals(groups: list[list], in_control_flow: int) -> dict:
+    """The Traffic fields (but savings) from the groups' counters."""
+    h2d = h2d_bytes = d2h = d2h_bytes = total = symbolic = 0
+    table: dict[tuple[str, str], list[int]] = {}
+    for direction, source, target, count, nbytes, unsized in groups:
+        total += nbytes
+        symbolic += unsized
+        if direction == H2D:
+            h2d += count
+            h2d_bytes += nbytes
+        elif direction == D2H:
+            d2h += count
+            d2h_bytes += nbytes
+        entry = table.setdefault((source, target), [0, 0])
+        entry[0] += count
+        entry[1] += nbytes
+    pairs = [PairTraffic(source=s, target=t, copies=n, bytes=b) for (s, t), (n, b) in sorted(table.items())]
+    return dict(h2d_copies=h2d, h2d_bytes=h2d_bytes, d2h_copies=d2h, d2h_bytes=d2h_bytes, bytes=total,
+                symbolic_copies=symbolic, in_control_flow=in_control_flow, pairs=pairs)
 
 
 def summarize(methods: Iterable[MethodTransfers]) -> TransferSummary:
