@@ -216,6 +216,8 @@ class Suppression:
 
 @dataclass(frozen=True, slots=True)
 class Suppressed:
+    """A finding that is not reported, and why."""
+
     finding: Finding
     suppression: Suppression
 
