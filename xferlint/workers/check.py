@@ -31,7 +31,7 @@ from xferlint.frontends.entrypoints import EntryPoint, expand, stdout_to_stderr
 from xferlint.pipeline import CheckRun, check_entry, collector_paused, comment_findings, error_entry, new_record
 from xferlint.progress import Progress
 from xferlint.rules.base import Rule
-from xferlint.suppression import Record
+from xferlint.suppression_record import Record
 
 if TYPE_CHECKING:
     from xferlint.workers.payloads import Partial
