@@ -460,6 +460,20 @@ def test_usage_errors_are_one_line_exit_2(capfd, in_ws, argv, problem):
     assert err.strip().splitlines() == [err.strip()] and err.startswith("error: ") and problem in err
 
 
+@pytest.mark.parametrize("command", ["check", "rule", "fix", "schema"])
+def test_a_parser_built_for_one_command_parses_and_helps_like_the_whole_one(command):
+    from xferlint.cli import build_parser
+
+    argv = {"check": ["check", "a.pte", "--format", "json", "-j", "2"], "rule": ["rule", "XF001", "--format", "json"],
+            "fix": ["fix", "a.pte", "-o", "b.pte", "--diff"], "schema": ["schema"]}[command]
+    whole, one = build_parser(), build_parser(command)
+    assert vars(one.parse_args(argv)) == vars(whole.parse_args(argv))
+    assert one.format_help() == whole.format_help()  # every command listed, with its help
+    sub = next(a for a in whole._actions if a.dest == "command")
+    one_sub = next(a for a in one._actions if a.dest == "command")
+    assert one_sub.choices[command].format_help() == sub.choices[command].format_help()
+
+
 def test_argparse_errors_have_the_same_form(capfd):
     with pytest.raises(SystemExit) as exit_info:
         main(["check", "--no-such-option", "x.pte"])

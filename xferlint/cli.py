@@ -106,15 +106,33 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_ERROR, f"error: {message} (see `{self.prog} --help`)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+# The sub-commands and their one-line help, in the order `xferlint --help` lists them.
+_COMMANDS = {
+    "check": "Lint programs (entry points, directories, .pte files)",
+    "rule": "Explain a rule (or every rule with --all)",
+    "fix": "Write a fixed program: the copies XF001/XF003/XF004 flag removed (and XF002 made direct in a .pt2)",
+    "schema": "Print the JSON Schema of `check --output-format json`",
+}
+
+
+def build_parser(command: Optional[str] = None) -> argparse.ArgumentParser:
+    """The whole command line; with `command`, only that sub-command gets its arguments
+    (the others stay listed, empty): argparse builds a help formatter per argument, and a
+    run parses one sub-command, so the others' ~30 arguments are start-up time for nothing."""
     parser = _Parser(
         prog="xferlint",
         description="Find and fix device-transfer anti-patterns in ExecuTorch programs.",
     )
     parser.add_argument("--version", action="version", version=f"xferlint {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name, text in _COMMANDS.items():
+        sub_parser = sub.add_parser(name, help=text)
+        if command is None or command == name:
+            _ARGUMENTS[name](sub_parser)
+    return parser
 
-    check = sub.add_parser("check", help="Lint programs (entry points, directories, .pte files)")
+
+def _add_check(check: argparse.ArgumentParser) -> None:
     check.add_argument("paths", nargs="+", metavar="PATH",
                        help="file.py, file.py:attr, package.module:attr, a .pte file or a directory")
     _add_selection(check)
@@ -161,12 +179,14 @@ def build_parser() -> argparse.ArgumentParser:
     _add_workers(check)
     _add_common(check)
 
-    rule = sub.add_parser("rule", help="Explain a rule (or every rule with --all)")
+
+def _add_rule(rule: argparse.ArgumentParser) -> None:
     rule.add_argument("code", nargs="?", help="Rule code or name, e.g. XF001 or redundant-round-trip")
     rule.add_argument("--all", action="store_true", help="Explain every rule")
     rule.add_argument("--format", choices=("text", "json"), default="text")
 
-    fix = sub.add_parser("fix", help="Write a fixed program: the copies XF001/XF003/XF004 flag removed (and XF002 made direct in a .pt2)")
+
+def _add_fix(fix: argparse.ArgumentParser) -> None:
     fix.add_argument("input", metavar="INPUT",
                      help="file.py[:attr], package.module:attr, a .pte or a .pt2 file: one program")
     fix.add_argument("-o", "--output", metavar="OUTPUT.pte", required=True,
@@ -178,8 +198,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_workers(fix, jobs=False)
     _add_common(fix)
 
-    sub.add_parser("schema", help="Print the JSON Schema of `check --output-format json`")
-    return parser
+
+_ARGUMENTS = {"check": _add_check, "rule": _add_rule, "fix": _add_fix, "schema": lambda schema: None}
 
 
 def _settings(args: argparse.Namespace):
@@ -500,7 +520,8 @@ def _catch_termination() -> None:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     _quiet_libraries()
     _catch_termination()
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv[0] if argv and argv[0] in _COMMANDS else None)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help(sys.stderr)

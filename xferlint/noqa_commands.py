@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from xferlint.console import note
-from xferlint.suppression import Suppressed, Suppression
+
+if TYPE_CHECKING:
+    from xferlint.suppression import Suppressed
 
 
 def _rel(path: str) -> str:
@@ -113,4 +115,6 @@ def fix_comments_of(spec: str, rules, project_root, strict: bool = False) -> Non
 
 def accepted_by_baseline(findings: Iterable, path: str) -> list[Suppressed]:
     """Baseline-accepted findings as suppressed (SARIF `external`)."""
+    from xferlint.suppression import Suppressed, Suppression  # only with --baseline
+
     return [Suppressed(f, Suppression("external", None, path)) for f in findings]

@@ -25,7 +25,7 @@ from xferlint.frontends.entrypoints import EntryPoint, ProgramObject, expand, lo
 from xferlint.report import Report, build_report
 from xferlint.rules._lint import lint_method
 from xferlint.rules.base import Rule
-from xferlint.suppression import Record
+from xferlint.suppression_record import Record
 
 if TYPE_CHECKING:  # only the html and model-explorer formats draw timelines
     from xferlint.analyzer.timeline import MethodTimeline

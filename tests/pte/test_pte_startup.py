@@ -25,10 +25,11 @@ print(json.dumps({"modules": sorted(sys.modules), "counts": counts, "kinds": kin
 
 # Never on the .pte path: torch and ExecuTorch proper (only its generated flatbuffer reader
 # is loaded, under stand-in parents), the graph frontend, pydantic, the SARIF and timeline
-# code, the test helpers, the worker pool (entry points only), logging (torch's loggers).
+# code, the test helpers, the worker pool and what workers send back (entry points only),
+# the noqa comment parser (no source lines without an ETRecord), logging (torch's loggers).
 FORBIDDEN = ("torch", "torchao", "pydantic", "sarif_om", "numpy", "xferlint.testing",
              "xferlint.frontends.executorch", "xferlint.reporters.sarif", "xferlint.analyzer.timeline",
-             "xferlint.workers.pool", "logging")
+             "xferlint.workers.pool", "xferlint.workers.payloads", "xferlint.suppression", "logging")
 GENERATED = "executorch.exir._serialize.generated"
 
 

@@ -30,6 +30,8 @@ T = TypeVar("T")
 
 @dataclass
 class DeviceFacts:
+    """The solved devices of one method's values, with its writers, readers and liveness."""
+
     method: MethodView
     devices: dict[str, LatticeValue]
     _writers: dict[str, list[Node]] = field(default_factory=dict, repr=False)

@@ -39,6 +39,8 @@ def finding_key(finding: Finding) -> tuple[str, str, tuple[str, ...]]:
 
 @dataclass(frozen=True)
 class Rewire:
+    """A reader of a removed copy's result made to read another value instead."""
+
     reader: str  # node name, or OUTPUT
     old: str  # value id read now
     new: str  # value id read instead
@@ -46,6 +48,8 @@ class Rewire:
 
 @dataclass(frozen=True)
 class RemovedCopy:
+    """A copy a fix deletes, with the bytes it moved."""
+
     node: str
     kind: str  # "h2d" / "d2h"
     nbytes: Optional[int]  # None when the shape is symbolic

@@ -10,6 +10,8 @@ from typing import Optional
 
 @dataclass(frozen=True)
 class ReportOptions:
+    """How a report is rendered: what the command line and the run add to the Report."""
+
     statistics: bool = False
     project_root: Optional[str] = None  # paths are shown relative to it (default: cwd)
     fix_hint: str = "xferlint fix"

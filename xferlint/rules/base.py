@@ -48,6 +48,8 @@ class Example:
 
 @dataclass(frozen=True)
 class RuleContext:
+    """What a rule checks: one method of a program and the facts solved for it."""
+
     program: ProgramView
     method: MethodView
     facts: DeviceFacts

@@ -23,20 +23,18 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence, Union
 
-from xferlint.analyzer.summary import MethodTransfers
-from xferlint.analyzer.view import ProgramView
 from xferlint.errors import FixError, InputError, XferlintError
-from xferlint.findings import Finding, InputErrorEntry
+from xferlint.findings import InputErrorEntry
 from xferlint.frontends import Detached, LoadedProgram
 from xferlint.frontends.discovery import Discovery
 from xferlint.frontends.entrypoints import EntryPoint, expand, stdout_to_stderr
 from xferlint.pipeline import CheckRun, check_entry, collector_paused, comment_findings, error_entry, new_record
 from xferlint.progress import Progress
 from xferlint.rules.base import Rule
-from xferlint.suppression import Record
+from xferlint.suppression_record import Record
 
-if TYPE_CHECKING:  # only the html and model-explorer formats draw timelines
-    from xferlint.analyzer.timeline import MethodTimeline
+if TYPE_CHECKING:
+    from xferlint.workers.payloads import Partial
     from xferlint.workers.pool import Done, Failed
 
 PRELOAD = ("torch", "executorch.exir", "xferlint.frontends.executorch")
@@ -59,20 +57,6 @@ class FixOptions:
     """Try the fixes in the worker too (`check --diff`)."""
 
     unsafe_fixes: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class Partial:
-    """What a worker sends back for one entry point, in the order check_entry made it."""
-
-    errors: list[InputErrorEntry]
-    views: list[ProgramView]
-    findings: list[Finding]
-    transfers: list[MethodTransfers]
-    timelines: Optional[list[MethodTimeline]]
-    fixes: list[Optional[Union[Any, str]]]  # per view: FixResult without program | why not | None
-    classes: list[frozenset]  # per view: the native program's class names (Detached.classes)
-    record: Record  # what noqa comments suppressed in this input, its source files (XF100)
 
 
 def preload(extra: Sequence[str] = ()) -> None:
@@ -179,6 +163,8 @@ def _merged_part(entry: EntryPoint, outcome: Union[Done, Failed], timelines: boo
 
 def _check_task(entry: EntryPoint, rules: Sequence[Rule], strict: bool, timelines: bool,
                 fix: Optional[FixOptions], template: Record):
+    from xferlint.workers.payloads import Partial  # here, in the parent: every forked worker has it
+
     def run() -> Partial:
         part = _part(timelines, template)
         try:
@@ -220,22 +206,6 @@ def _try_fixes(part: CheckRun, rules: Sequence[Rule], strict: bool, fix: FixOpti
 # --------------------------------------------------------------------------- xferlint fix
 
 
-@dataclass(frozen=True)
-class Emitted:
-    """An emitted program's bytes, in place of the ExecutorchProgramManager a worker built
-    (what FixResult.buffer and .data_files read)."""
-
-    buffer: bytes
-    _tensor_data: dict
-
-
-@dataclass(frozen=True, slots=True)
-class _Refused:
-    """An XferlintError (or internal error) raised in the worker, as the line to print."""
-
-    message: str
-
-
 def fix_input(spec: str, rules: Sequence[Rule], *, unsafe_fixes: bool = False, strict: bool = False,
               timeout: Optional[float] = None):
     """fixes.driver.fix_input, an entry point loaded, lowered and fixed in a worker."""
@@ -246,6 +216,7 @@ def fix_input(spec: str, rules: Sequence[Rule], *, unsafe_fixes: bool = False, s
         return driver.fix_input(spec, rules, unsafe_fixes=unsafe_fixes, strict=strict)
     label = entries[0].label
     preload(("xferlint.fixes.program",))
+    from xferlint.workers.payloads import Emitted, Refused
 
     def run() -> Any:
         try:
@@ -256,17 +227,17 @@ def fix_input(spec: str, rules: Sequence[Rule], *, unsafe_fixes: bool = False, s
                 program = Emitted(buffer=result.buffer, _tensor_data={k: bytes(v) for k, v in data.items()})
             return dataclasses.replace(result, program=program)
         except XferlintError as exc:
-            return _Refused(str(exc))
+            return Refused(str(exc))
         except KeyboardInterrupt:
-            return _Refused(f"{label}: loading it raised KeyboardInterrupt")
+            return Refused(f"{label}: loading it raised KeyboardInterrupt")
         except Exception as exc:  # noqa: BLE001 - the line cli.main prints for an internal error
-            return _Refused(f"internal error: {type(exc).__name__}: {exc} (please report it)")
+            return Refused(f"internal error: {type(exc).__name__}: {exc} (please report it)")
 
     from xferlint.workers.pool import Failed, Task, run_tasks
 
     (outcome,) = run_tasks([Task(label, run)], 1, timeout, timeout_message=timed_out)
     if isinstance(outcome, Failed):
         raise InputError(outcome.message)
-    if isinstance(outcome.payload, _Refused):
+    if isinstance(outcome.payload, Refused):
         raise XferlintError(outcome.payload.message)
     return outcome.payload
