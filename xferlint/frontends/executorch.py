@@ -235,14 +235,15 @@ _Facts = tuple[Optional[TensorMeta], Optional[Device], Optional[Placement]]
 
 def _value_facts(spec: Any, val: Any, planned: bool) -> _Facts:
     """(TensorMeta, declared device, Placement when `planned`) of a value, from its spec and
-    traced `val`. For ExecuTorch's own TensorSpec they are memoised on the fields they are
-    read from: a program's thousands of specs repeat a few shapes, devices and plan slots."""
-    if _IS_TENSOR_SPEC[type(spec)] and spec.scalar_type is not None and spec.device is not None:
+    traced `val`. For ExecuTorch's own TensorSpec of a traced tensor they are memoised on
+    the fields they are read from: a program's thousands of specs repeat a few shapes,
+    devices and plan slots."""
+    if (_IS_TENSOR_SPEC[type(spec)] and _IS_TENSOR_TYPE[type(val)] and spec.scalar_type is not None
+            and spec.device is not None):
         device = spec.device
-        try:  # val.shape wins over spec.shape for the TensorMeta, as in _tensor_meta
-            key = (val.shape if isinstance(val, torch.Tensor) else None, spec.scalar_type, type(device), device,
-                   spec.device_index, planned and (spec.mem_id, spec.mem_offset, spec.const, spec.alignment,
-                                                   tuple(spec.shape)))
+        try:  # the TensorMeta reads val.shape (not spec.shape) and spec.dtype, as _tensor_meta does
+            key = (val.shape, spec.scalar_type, type(device), device, spec.device_index,
+                   planned and (spec.mem_id, spec.mem_offset, spec.const, spec.alignment, tuple(spec.shape)))
             return _FACTS[key]
         except KeyError:
             facts = _read_value_facts(spec, val, planned)
@@ -269,6 +270,9 @@ def _is_tensor_spec(cls: type) -> bool:
 
 
 _IS_TENSOR_SPEC = _Interned(_is_tensor_spec, 256)  # type(spec) -> _is_tensor_spec
+# type(val) -> whether it is a torch.Tensor (FakeTensor): a dict look-up, where isinstance
+# against torch.Tensor costs ten times as much
+_IS_TENSOR_TYPE = _Interned(lambda cls: issubclass(cls, torch.Tensor), 256)
 # (what _value_facts reads of a TensorSpec and its val) -> its facts
 _FACTS: dict[tuple, _Facts] = {}
 
