@@ -274,6 +274,49 @@ def test_nodes_and_devices_follow_the_transfer_path(chain):
         assert finding.devices[1] == "cpu"
 
 
+def test_values_read_their_own_specs():
+    """Each value's TensorMeta, device and placement come from its own TensorSpec (and
+    traced tensor): the frontend memoises them on what they are read from, so specs that
+    differ only in shape, dtype, device or plan slot must not share them, with or without a
+    traced `val`."""
+    import torch
+    from executorch.exir.schema import DeviceType
+    from executorch.exir.tensor import TensorSpec
+
+    from xferlint.frontends.executorch import read_method
+
+    specs = {
+        "a": TensorSpec(torch.float32, torch.Size([2, 3])),
+        "b": TensorSpec(torch.float32, torch.Size([4, 5])),
+        "c": TensorSpec(torch.int64, torch.Size([4, 5])),
+        "d": TensorSpec(torch.float32, torch.Size([4, 5])),
+    }
+    specs["d"].device, specs["d"].device_index = DeviceType.CUDA, 1
+    for planned in (False, True):
+        graph = torch.fx.Graph()
+        for offset, (name, spec) in enumerate(specs.items()):
+            spec.mem_id, spec.mem_offset = 1, 64 * offset
+            for suffix, val in (("", None), ("_traced", torch.empty(tuple(spec.shape), dtype=spec.dtype))):
+                node = graph.placeholder(name + suffix)
+                node.meta["spec"] = spec
+                if val is not None:
+                    node.meta["val"] = val
+        graph.output(())
+        gm = torch.fx.GraphModule(torch.nn.Module(), graph)
+        if planned:
+            gm.meta["non_const_buffer_sizes"] = [0, 1024]
+        values = read_method("forward", gm, None).values
+        for name, spec in specs.items():
+            for vid in (name, name + "_traced"):
+                value = values[vid]
+                assert value.tensor.shape == tuple(spec.shape) and value.tensor.dtype == str(spec.dtype)[6:], vid
+                # (a planned input starts in its arena, host here: the spec's device is spec_device)
+                assert str(value.spec_device or value.declared_device) == ("cuda:1" if name == "d" else "cpu"), vid
+                assert (value.placement is not None) == planned, vid
+                if planned:
+                    assert value.placement.offset == spec.mem_offset, vid
+
+
 def test_symbolic_sizes_give_no_bytes():
     """A transfer whose shape is not static has `bytes: null` (hand-built view: the demo
     lowering specializes shapes on this machine)."""

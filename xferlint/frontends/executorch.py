@@ -235,14 +235,15 @@ _Facts = tuple[Optional[TensorMeta], Optional[Device], Optional[Placement]]
 
 def _value_facts(spec: Any, val: Any, planned: bool) -> _Facts:
     """(TensorMeta, declared device, Placement when `planned`) of a value, from its spec and
-    traced `val`. For ExecuTorch's own TensorSpec they are memoised on the fields they are
-    read from: a program's thousands of specs repeat a few shapes, devices and plan slots."""
-    if _IS_TENSOR_SPEC[type(spec)] and spec.scalar_type is not None and spec.device is not None:
+    traced `val`. For ExecuTorch's own TensorSpec of a traced tensor they are memoised on
+    the fields they are read from: a program's thousands of specs repeat a few shapes,
+    devices and plan slots."""
+    if (_IS_TENSOR_SPEC[type(spec)] and _IS_TENSOR_TYPE[type(val)] and spec.scalar_type is not None
+            and spec.device is not None):
         device = spec.device
-        try:  # val.shape wins over spec.shape for the TensorMeta, as in _tensor_meta
-            key = (val.shape if isinstance(val, torch.Tensor) else None, spec.scalar_type, type(device), device,
-                   spec.device_index, planned and (spec.mem_id, spec.mem_offset, spec.const, spec.alignment,
-                                                   tuple(spec.shape)))
+        try:  # the TensorMeta reads val.shape (not spec.shape) and spec.dtype, as _tensor_meta does
+            key = (val.shape, spec.scalar_type, type(device), device, spec.device_index,
+                   planned and (spec.mem_id, spec.mem_offset, spec.const, spec.alignment, tuple(spec.shape)))
             return _FACTS[key]
         except KeyError:
             facts = _read_value_facts(spec, val, planned)
@@ -269,16 +270,11 @@ def _is_tensor_spec(cls: type) -> bool:
 
 
 _IS_TENSOR_SPEC = _Interned(_is_tensor_spec, 256)  # type(spec) -> _is_tensor_spec
+# type(val) -> whether it is a torch.Tensor (FakeTensor): a dict look-up, where isinstance
+# against torch.Tensor costs ten times as much
+_IS_TENSOR_TYPE = _Interned(lambda cls: issubclass(cls, torch.Tensor), 256)
 # (what _value_facts reads of a TensorSpec and its val) -> its facts
 _FACTS: dict[tuple, _Facts] = {}
-
-
-def _spec_items(node: torch.fx.Node) -> tuple[Any, Any, bool]:
-    """(spec, val, is_tuple) for a node's result."""
-    spec = node.meta.get("spec")
-    val = node.meta.get("val")
-    is_tuple = isinstance(spec, (tuple, list)) or (spec is None and isinstance(val, (tuple, list)))
-    return spec, val, is_tuple
 
 
 def _flatten_nodes(arg: Any) -> Iterable[torch.fx.Node]:
@@ -298,6 +294,7 @@ _NODE = Frozen(Node)
 _VALUE = Frozen(Value)
 _INNER_OP = Frozen(InnerOp)
 _PLACEMENT = Frozen(Placement)
+_DELEGATE_INFO = Frozen(DelegateInfo)
 
 
 @dataclass
@@ -357,6 +354,16 @@ class _GraphReader:
         self.signature = signature
         self.vid: dict[torch.fx.Node, str] = {}
         self.elements: dict[torch.fx.Node, tuple[str, ...]] = {}
+        self.attrs: dict[Any, Any] = {}  # get_attr target -> the object it names
+
+    def _attr(self, target: Any) -> Any:
+        """The object a get_attr target names, resolved once: a delegate call reads the
+        lowered module its get_attr node resolved."""
+        try:
+            return self.attrs[target]
+        except KeyError:
+            found = self.attrs[target] = _resolve_attr(self.gm, target)
+            return found
 
     # ids ---------------------------------------------------------------------
     def _id(self, name: str) -> str:
@@ -364,10 +371,11 @@ class _GraphReader:
 
     def _declare(self, node: torch.fx.Node, constant_name: Optional[str] = None) -> tuple[str, ...]:
         """Create the value(s) a node produces and return the ids it writes."""
-        spec, val, is_tuple = _spec_items(node)
-        base = self._id(node.name)
+        meta = node.meta
+        spec, val = meta.get("spec"), meta.get("val")
+        base = f"{self.scope}/{node.name}" if self.scope else node.name
         self.vid[node] = base
-        if is_tuple:
+        if isinstance(spec, (tuple, list)) or (spec is None and isinstance(val, (tuple, list))):
             specs = list(spec) if isinstance(spec, (tuple, list)) else []
             vals = list(val) if isinstance(val, (tuple, list)) else []
             count = max(len(specs), len(vals))
@@ -501,7 +509,7 @@ class _GraphReader:
             self.b.values[vid] = dataclasses.replace(value, declared_device=start, spec_device=value.declared_device)
 
     def _get_attr(self, node) -> None:
-        attr = _resolve_attr(self.gm, node.target)
+        attr = self._attr(node.target)
         if isinstance(attr, torch.Tensor):
             outputs = self._declare(node, constant_name=str(node.target))
             self._emit(node, OpKind.CONSTANT, (), outputs, target="constant")
@@ -572,7 +580,7 @@ class _GraphReader:
         self._emit(node, kind, inputs, outputs, device=device)
 
     def _delegate(self, node) -> None:
-        lowered = _resolve_attr(self.gm, node.args[0].target) if isinstance(node.args[0], torch.fx.Node) else None
+        lowered = self._attr(node.args[0].target) if isinstance(node.args[0], torch.fx.Node) else None
         inputs = self._operands(node.args[1:])
         # One DelegateInfo per lowered module and arity: call sites of one module share it.
         key = (id(lowered), len(inputs))
@@ -742,8 +750,8 @@ def _delegate_info(b: _Builder, lowered: Any, n_inputs: int) -> tuple[DelegateIn
     except TypeError:  # a value that does not hash
         specs, device = decode_compile_specs(raw_specs)
     ops, readers, writers = _inner_ops(b, lowered, n_inputs)
-    info = DelegateInfo(backend=str(getattr(lowered, "backend_id", "unknown")), compile_specs=specs,
-                        ops=ops, input_readers=readers, output_writers=writers)
+    info = _DELEGATE_INFO.whole({"backend": str(getattr(lowered, "backend_id", "unknown")), "compile_specs": specs,
+                                 "index": None, "ops": ops, "input_readers": readers, "output_writers": writers})
     return info, device
 
 
@@ -755,32 +763,51 @@ def _inner_ops(b: _Builder, lowered: Any, n_inputs: int) -> tuple[tuple[InnerOp,
     graph = getattr(getattr(program, "graph_module", None), "graph", None)
     if graph is None:
         return (), (), ()
-    user_inputs = set()
-    signature = getattr(program, "graph_signature", None)
-    for spec in getattr(signature, "input_specs", None) or ():
-        if getattr(spec.kind, "name", "") == "USER_INPUT" and getattr(spec.arg, "name", None):
-            user_inputs.add(spec.arg.name)
+    user_inputs = _user_inputs(getattr(program, "graph_signature", None))
     index: dict[torch.fx.Node, int] = {}
     ops: list[InnerOp] = []
     placeholders: list[torch.fx.Node] = []
     results: list[Any] = []
     for n in graph.nodes:
-        if n.op == "placeholder" and (not user_inputs or n.name in user_inputs):
-            placeholders.append(n)
-        elif n.op == "call_function" and n.target is not operator.getitem:
-            index[n] = len(ops)
-            ops.append(_INNER_OP.whole({"name": n.name, "target": b.name_of(n.target),
-                                     "location": b.locate(n.meta.get("stack_trace"))}))
-        elif n.op == "output":
+        op = n.op
+        if op == "call_function":
+            if n.target is not operator.getitem:
+                index[n] = len(ops)
+                ops.append(_INNER_OP.whole({"name": n.name, "target": b.name_of(n.target),
+                                            "location": b.locate(n.meta.get("stack_trace"))}))
+        elif op == "placeholder":
+            if not user_inputs or n.name in user_inputs:
+                placeholders.append(n)
+        elif op == "output":
             results = _flatten_args(n.args[0] if n.args else ())
+    readers = tuple(_first_reader(p, index) for p in placeholders[:n_inputs])
+    return tuple(ops), readers, tuple(_producer(r, index) for r in results)
 
-    def producer(arg: Any) -> Optional[int]:
-        while isinstance(arg, torch.fx.Node) and arg.target is operator.getitem and arg.args:
-            arg = arg.args[0]
-        return index.get(arg) if isinstance(arg, torch.fx.Node) else None
 
-    readers = tuple(min((index[u] for u in p.users if u in index), default=None) for p in placeholders[:n_inputs])
-    return tuple(ops), readers, tuple(producer(r) for r in results)
+def _user_inputs(signature: Any) -> set[str]:
+    """Names of a signature's user-input placeholders."""
+    names = set()
+    for spec in getattr(signature, "input_specs", None) or ():
+        if getattr(spec.kind, "name", "") == "USER_INPUT" and getattr(spec.arg, "name", None):
+            names.add(spec.arg.name)
+    return names
+
+
+def _first_reader(placeholder: torch.fx.Node, index: dict[torch.fx.Node, int]) -> Optional[int]:
+    """The index of the first op reading a placeholder, None when no op does."""
+    first = None
+    for user in placeholder.users:
+        i = index.get(user)
+        if i is not None and (first is None or i < first):
+            first = i
+    return first
+
+
+def _producer(arg: Any, index: dict[torch.fx.Node, int]) -> Optional[int]:
+    """The index of the op producing a result (through getitems), None for a pass-through."""
+    while isinstance(arg, torch.fx.Node) and arg.target is operator.getitem and arg.args:
+        arg = arg.args[0]
+    return index.get(arg) if isinstance(arg, torch.fx.Node) else None
 
 
 def _flatten_args(arg: Any) -> list[Any]:
