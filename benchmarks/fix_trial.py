@@ -8,7 +8,7 @@ bench_large.py times whole processes; this isolates the one stage that dominates
 whose round trips the memory plan refuses (ladder-100000: about half of the check), with
 the noise of start-up, loading and JSON out of the way.
 
-    .venv/bin/python benchmarks/bench_fix_trial.py benchmarks/out/large/ladder-10000.pte --runs 5
+    .venv/bin/python benchmarks/fix_trial.py benchmarks/out/large/ladder-10000.pte --runs 5
 """
 
 from __future__ import annotations

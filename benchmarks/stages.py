@@ -8,7 +8,7 @@ parts: deciding plans, reading the patched program back, verifying it), the repo
 summary) and emitting JSON. What is left of the total is the CLI's own work (settings,
 discovery, writing the output).
 
-    .venv/bin/python benchmarks/bench_stages.py benchmarks/out/large/ladder-100000.pte ...
+    .venv/bin/python benchmarks/stages.py benchmarks/out/large/ladder-100000.pte ...
 """
 
 from __future__ import annotations
