@@ -14,7 +14,13 @@ the noise of start-up, loading and JSON out of the way.
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from stages import timed  # noqa: E402  (the same per-stage timer)
 
 
 def main(argv=None) -> int:
@@ -30,21 +36,8 @@ def main(argv=None) -> int:
     from xferlint.selection import select_rules
 
     spent: dict[str, float] = {}
-
-    def timed(name: str, label: str) -> None:
-        inner = getattr(trial, name)
-
-        def run(*a, **k):
-            start = time.process_time()
-            try:
-                return inner(*a, **k)
-            finally:
-                spent[label] = spent.get(label, 0.0) + time.process_time() - start
-
-        setattr(trial, name, run)
-
     for name, label in (("_decide", "decide"), ("load_pte_bytes", "read back"), ("_verify", "verify")):
-        timed(name, label)
+        timed(spent, trial, name, label)
     rules = select_rules()
     (entry,) = expand(args.pte)
     loaded = load_pte(entry)

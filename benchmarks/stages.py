@@ -17,7 +17,8 @@ import sys
 import time
 
 
-def _timed(spent: dict[str, float], module, name: str, label: str) -> None:
+def timed(spent: dict[str, float], module, name: str, label: str) -> None:
+    """Replace `module.name` by a wrapper that adds its process CPU time to `spent[label]`."""
     inner = getattr(module, name)
 
     def run(*args, **kwargs):
@@ -42,7 +43,7 @@ def stages(path: str) -> dict[str, float]:
                                 (driver, "settle_fixability", "fix trial"), (trial, "_decide", "  decide"),
                                 (trial, "load_pte_bytes", "  read back"), (trial, "_verify", "  verify"),
                                 (pipeline.CheckRun, "report", "report"), (reporters, "emit", "emit")):
-        _timed(spent, module, name, label)
+        timed(spent, module, name, label)
     start = time.process_time()
     main(["check", path, "--format", "json", "-o", "/dev/null", "--exit-zero", "--isolated"])
     spent["total"] = time.process_time() - start

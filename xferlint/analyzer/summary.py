@@ -56,14 +56,9 @@ def _copy(node: Node, facts: DeviceFacts, names: dict) -> Optional[Copy]:
     operand = node.inputs[0]
     source = facts.device(operand)
     target: Optional[Device] = CPU if kind == OpKind.D2H else node.device
-    if target is None:
+    direction = _direction(kind, source, target)
+    if direction is None:
         return None
-    if kind == OpKind.TO_DEVICE:
-        if not isinstance(source, Device) or source == target:
-            return None
-        direction = H2D if source.is_host else D2H if target.is_host else D2D
-    else:
-        direction = H2D if kind == OpKind.H2D else D2H
     nbytes = facts.nbytes(node.output)
     if nbytes is None:
         nbytes = facts.nbytes(operand)
@@ -248,17 +243,22 @@ def _traffic(facts: DeviceFacts) -> dict:
 _NEW: list = []  # a group not seen yet (None is a group of no copies)
 
 
-def _group(kind: OpKind, source, target: Optional[Device]) -> Optional[list]:
-    """A new group's counters, or None when its nodes move nothing (see `_copy`)."""
+def _direction(kind: OpKind, source, target: Optional[Device]) -> Optional[str]:
+    """H2D, D2H or D2D for a copy node of `kind` from `source` to `target`; None when it
+    moves nothing (no target, or a `_to_copy` that stays where it is)."""
     if target is None:
         return None
     if kind == OpKind.TO_DEVICE:
         if not isinstance(source, Device) or source == target:
             return None
-        direction = H2D if source.is_host else D2H if target.is_host else D2D
-    else:
-        direction = H2D if kind == OpKind.H2D else D2H
-    return [direction, _device_name(source), str(target), 0, 0, 0]
+        return H2D if source.is_host else D2H if target.is_host else D2D
+    return H2D if kind == OpKind.H2D else D2H
+
+
+def _group(kind: OpKind, source, target: Optional[Device]) -> Optional[list]:
+    """A new group's counters, or None when its nodes move nothing (see `_copy`)."""
+    direction = _direction(kind, source, target)
+    return None if direction is None else [direction, _device_name(source), str(target), 0, 0, 0]
 
 
 def _nbytes(values, vid: Optional[str]) -> Optional[int]:
