@@ -52,7 +52,9 @@ def test_synthetic_programs_are_valid_pte_files():
     (sp.wide_delegate, 500, 5_000),  # delegate_io and locate on a 5,000-argument call (was quadratic)
     (sp.fan_out, 100, 1_000),  # one host value copied by thousands of H2Ds (XF004 duplicates)
     (sp.loops, 50, 500),  # reaching definitions over many loops (was O(blocks x slots))
-], ids=["in-place", "wide-delegate", "fan-out", "loops"])
+    (sp.nested_loops, 100, 1_000),  # dominators, dominance frontiers (were quadratic)
+    (sp.jumps_to_one_head, 200, 2_000),  # one join of many back edges (its frontier walks)
+], ids=["in-place", "wide-delegate", "fan-out", "loops", "nested-loops", "jumps-to-one-head"])
 def test_work_per_unit_stays_flat(build, small, large):
     per_small = _calls(build(small)) / small
     per_large = _calls(build(large)) / large

@@ -13,6 +13,7 @@ exits) `FlowFacts` must match a per-node iterative solution, usefulness included
 from __future__ import annotations
 
 import random
+from typing import Optional
 
 import pytest
 from hypothesis import given, settings
@@ -26,7 +27,8 @@ from xferlint.frontends.pte.view import load_pte_bytes
 STRAIGHT = ["mixed-noelide", "addsin-noelide", "linear-stack", "multi-output", "shared-input", "two-methods"]
 
 
-def _both(method: MethodView, limit: int = cfgmod.WORK_LIMIT):
+def _both(method: MethodView, limit: Optional[int] = None):
+    limit = cfgmod.work_budget(method.nodes) if limit is None else limit
     fast = cfgmod._straight_line_reads(method, method.cfg, limit)
     general = cfgmod._sparse_reads(method, method.cfg, limit)
     return fast, general

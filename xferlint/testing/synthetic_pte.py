@@ -25,6 +25,11 @@ The shapes (each a function of a size, returning the file's bytes):
   a delegate, a D2H, a host op, an H2D back, a delegate, a D2H, the counter's add and
   eq and a backward jump), 10 instructions per loop;
 - `methods(count, blocks)`: `count` execution plans, each a `ladder(blocks)`.
+- `nested_loops(count)`: `count` loops nested in one another (loop k jumps back to the
+  head of loop k), each head a round trip through a host op: a dominator tree as deep as
+  the method, quadratic dominance frontiers;
+- `jumps_to_one_head(count)`: one loop head that `count` backward jumps return to, a round
+  trip through a host op between each: one join of `count` back edges.
 """
 
 from __future__ import annotations
@@ -214,6 +219,41 @@ def loops(count: int, trips: int = 3) -> bytes:
         b.kernel("executorch_prim::eq", "Scalar", [counter, limit, done])
         b.jump_false(done, start)
         x = out
+    b.outputs.append(x)
+    return serialize([b.plan()])
+
+
+def _loop_control(b: PlanBuilder, destination: int) -> None:
+    """Count a trip and jump back to `destination` until the third."""
+    counter, done = b.int_(0), b.bool_(False)
+    b.kernel("executorch_prim::add", "Scalar", [counter, b.int_(1), counter])
+    b.kernel("executorch_prim::eq", "Scalar", [counter, b.int_(3), done])
+    b.jump_false(done, destination)
+
+
+@lru_cache(maxsize=16)
+def nested_loops(count: int) -> bytes:
+    b = PlanBuilder()
+    x = b.input()
+    heads = []
+    for _ in range(count):
+        heads.append(len(b.instructions))
+        (y,) = b.delegate([b.h2d(x)])
+        x = b.host(b.d2h(y))
+    for head in reversed(heads):  # the innermost loop closes first
+        _loop_control(b, head)
+    b.outputs.append(x)
+    return serialize([b.plan()])
+
+
+@lru_cache(maxsize=16)
+def jumps_to_one_head(count: int) -> bytes:
+    b = PlanBuilder()
+    x = b.input()
+    for _ in range(count):
+        (y,) = b.delegate([b.h2d(x)])
+        x = b.host(b.d2h(y))
+        _loop_control(b, 0)
     b.outputs.append(x)
     return serialize([b.plan()])
 
