@@ -13,6 +13,9 @@ benchmarks/out/large/):
 - fan-out: one host value copied by thousands of H2Ds, each read by its own delegate;
 - wide: one delegate call with 1k / 10k / 100k arguments;
 - loops: 100 / 1,000 / 10,000 loops, each closed by a backward jump;
+- nested: 100 / 1,000 / 10,000 loops nested in one another (a dominator tree as deep as
+  the method: the iterative dominators were quadratic there);
+- one-head: 100 / 1,000 / 10,000 backward jumps to one loop head;
 - methods: 10 / 100 / 1,000 methods.
 
 Per size: wall and CPU medians of both tools (fresh processes, alternating, one warm-up
@@ -49,6 +52,8 @@ def shapes() -> dict[str, tuple[str, list[int], Callable[[int], bytes]]]:
         "fan-out": ("instruction", [1_000, 10_000, 100_000], lambda n: sp.fan_out(max(1, n // 3))),
         "wide": ("argument", [1_000, 10_000, 100_000], sp.wide_delegate),
         "loops": ("loop", [100, 1_000, 10_000], sp.loops),
+        "nested": ("loop", [100, 1_000, 10_000], sp.nested_loops),
+        "one-head": ("jump", [100, 1_000, 10_000], sp.jumps_to_one_head),
         "methods": ("method", [10, 100, 1_000], sp.methods),
     }
 

@@ -17,6 +17,8 @@ serializer, not lowering) and cached under benchmarks/out/scaling/ (building is 
 - pte fan-out: one host value copied by thousands of H2Ds, each read by its own delegate;
 - pte wide delegate: one delegate call with 1k -> 100k arguments;
 - pte loops: 100 -> 10,000 `map`-shaped loops, each closed by a backward jump;
+- pte nested loops: 100 -> 10,000 loops nested in one another; pte jumps to one head:
+  100 -> 10,000 backward jumps to one loop head (dominators and dominance frontiers);
 - pte methods: 10 -> 1,000 methods.
 
 Graph programs: the synthetic edge graph of bench_analysis.py after ExecuTorch's
@@ -215,6 +217,9 @@ def cases() -> list[Case]:
         instructions_case("pte-fan-out", "fan_out", 3),
         pte_case("pte-wide", "argument", [1_000, 10_000, 100_000], [1_000, 10_000], "wide_delegate", lambda s: s),
         pte_case("pte-loops", "loop", [100, 1_000, 10_000], [100, 1_000], "loops", lambda s: s),
+        pte_case("pte-nested-loops", "loop", [100, 1_000, 10_000], [100, 1_000], "nested_loops", lambda s: s),
+        pte_case("pte-jumps-to-one-head", "jump", [100, 1_000, 10_000], [100, 1_000], "jumps_to_one_head",
+                 lambda s: s),
         pte_case("pte-methods", "method", [10, 100, 1_000], [10, 100], "methods", lambda s: s),
         fx_case("graph", GRAPH_SIZES, [10_000, 100_000], fanout=False),
         fx_case("graph-fan-out", [5_000, 20_000, 40_000], [5_000, 20_000], fanout=True),
