@@ -54,7 +54,8 @@ def test_synthetic_programs_are_valid_pte_files():
     (sp.loops, 50, 500),  # reaching definitions over many loops (was O(blocks x slots))
     (sp.nested_loops, 100, 1_000),  # dominators, dominance frontiers (were quadratic)
     (sp.jumps_to_one_head, 200, 2_000),  # one join of many back edges (its frontier walks)
-], ids=["in-place", "wide-delegate", "fan-out", "loops", "nested-loops", "jumps-to-one-head"])
+    (sp.constant_chain, 500, 5_000),  # XF006's origin of a copy (a set per link; then too deep)
+], ids=["in-place", "wide-delegate", "fan-out", "loops", "nested-loops", "jumps-to-one-head", "constant-chain"])
 def test_work_per_unit_stays_flat(build, small, large):
     per_small = _calls(build(small)) / small
     per_large = _calls(build(large)) / large

@@ -94,20 +94,27 @@ def constant_name(ctx, node: Node) -> str:
 
 def subject(ctx, node: Optional[Node]) -> str:
     """The value `node` produces, in the user's terms: an input or constant by its name, else
-    the source expression that computes it, else the op that writes it."""
-    if node is None:
-        return "a value"
-    if node.kind == _INPUT:
-        return input_name(node)
-    if node.kind == _CONSTANT:
-        return constant_name(ctx, node)
-    found = located(ctx.locate(node))
-    if found is not None:
-        return found
-    if node.kind in (_GETITEM, _MOVE, _ALIAS) and node.inputs:
-        writer = ctx.facts.writer(node.inputs[0])
-        if writer is not None and writer is not node:
-            return subject(ctx, writer)
+    the source expression that computes it, else the op that writes it. Getitems, moves and
+    aliases are followed to what they pass on, in a loop (a chain of thousands must not
+    overflow the stack, and a loop-carried cycle of them must end)."""
+    followed: set[int] = set()
+    while True:
+        if node is None:
+            return "a value"
+        if node.kind == _INPUT:
+            return input_name(node)
+        if node.kind == _CONSTANT:
+            return constant_name(ctx, node)
+        found = located(ctx.locate(node))
+        if found is not None:
+            return found
+        if node.kind in (_GETITEM, _MOVE, _ALIAS) and node.inputs:
+            followed.add(node.index)
+            writer = ctx.facts.writer(node.inputs[0])
+            if writer is not None and writer.index not in followed:
+                node = writer
+                continue
+        break
     if node.kind == _DELEGATE:
         backend = node.delegate.backend if node.delegate is not None else None
         return f"the {backend} output" if backend else "a delegate's output"

@@ -37,47 +37,106 @@ def constant_origin(facts: DeviceFacts, reader: Node, vid: str,
     lifted constant, a literal (a non-tensor value nothing writes, such as a `.pte`'s
     size list), or the host result of pure ops (or factories) over constant values only.
     A value something writes in place is not constant.
+
+    The operands are followed without recursion (a parameter through thousands of host
+    ops overflowed Python's stack), and each value's answer holds its own constants and
+    host ops and its operands' answers, flattened once, here: a copy at the end of a
+    chain of n host ops costs O(n), not the O(n^2) of a set per link.
     """
+    memo = {} if _memo is None else _memo
+    cone = _run(facts, reader, vid, memo)
+    if cone is None:
+        return None
+    if cone.origin is None:
+        cone.origin = cone.flatten()
+    return cone.origin
+
+
+class _Cone:
+    """One value's answer: its own constants and host ops, and the answers it is built from."""
+
+    __slots__ = ("constants", "computed", "parts", "origin")
+
+    def __init__(self) -> None:
+        self.constants: dict[int, Node] = {}
+        self.computed: dict[int, Node] = {}
+        self.parts: list[_Cone] = []
+        self.origin: Optional[ConstantOrigin] = None
+
+    def flatten(self) -> ConstantOrigin:
+        constants: dict[int, Node] = {}
+        computed: dict[int, Node] = {}
+        seen, work = {id(self)}, [self]
+        while work:
+            cone = work.pop()
+            constants.update(cone.constants)
+            computed.update(cone.computed)
+            for part in cone.parts:
+                if id(part) not in seen:
+                    seen.add(id(part))
+                    work.append(part)
+        return ConstantOrigin(tuple(constants[i] for i in sorted(constants)),
+                              tuple(computed[i] for i in sorted(computed)))
+
+
+_LITERAL = _Cone()  # a literal's answer: no constants, no host ops
+_LITERAL.origin = ConstantOrigin((), ())
+
+
+def _run(facts: DeviceFacts, reader: Node, vid: str, memo: dict) -> "Optional[_Cone]":
+    """Drive `_cone` frames with an explicit stack: a frame yields the (reader, value) it
+    needs and is sent that value's answer."""
+    stack, answer = [_cone(facts, reader, vid, memo)], None
+    while stack:
+        try:
+            reader, vid = stack[-1].send(answer)
+        except StopIteration as done:
+            stack.pop()
+            answer = done.value
+            continue
+        stack.append(_cone(facts, reader, vid, memo))
+        answer = None
+    return answer
+
+
+def _cone(facts: DeviceFacts, reader: Node, vid: str, memo: dict):
+    """The answer for `vid` as `reader` reads it (a generator frame of `_run`)."""
     writers = facts.writers(vid)
     if writers and not any(w.kind in _CONSTANT_WRITERS for w in writers):
         return None  # written only by other kinds (a method input, most often): no write it sees is constant
-    memo = {} if _memo is None else _memo
     key = (reader.index, vid)
     if key in memo:
         return memo[key]
     memo[key] = None  # a cycle (a loop-carried value) is not constant
     value = facts.value(vid)
     if value is not None and value.tensor is None and not facts.writers(vid):
-        memo[key] = ConstantOrigin((), ())
-        return memo[key]
+        memo[key] = _LITERAL
+        return _LITERAL
     writers = facts.reaching_writers(reader, vid)
     # a writer of another kind (a method input, most often) settles it before any look-up
     if not writers or not all(w.kind in _CONSTANT_WRITERS for w in writers):
         return None
     if facts.in_place_reader(vid, unmodelled=False) is not None:  # cached per value
         return None
-    constants: dict[int, Node] = {}
-    computed: dict[int, Node] = {}
+    cone = _Cone()
     for writer in writers:
         if writer.kind == OpKind.CONSTANT:
             value = facts.value(vid)
             if value is None or value.mutable:
                 return None
-            constants[writer.index] = writer
+            cone.constants[writer.index] = writer
             continue
         if writer.kind not in _PURE_HOST or writer.mutates or any(facts.device(o) != CPU for o in writer.outputs):
             return None
         for operand in writer.inputs:
-            origin = constant_origin(facts, writer, operand, memo)
-            if origin is None:
+            part = yield writer, operand
+            if part is None:
                 return None
-            constants.update((n.index, n) for n in origin.constants)
-            computed.update((n.index, n) for n in origin.computed)
+            cone.parts.append(part)
         if writer.kind in (OpKind.COMPUTE, OpKind.ALIAS):
-            computed[writer.index] = writer
-    origin = ConstantOrigin(tuple(constants[i] for i in sorted(constants)), tuple(computed[i] for i in sorted(computed)))
-    memo[key] = origin
-    return origin
+            cone.computed[writer.index] = writer
+    memo[key] = cone
+    return cone
 
 
 # --------------------------------------------------------------------------- examples

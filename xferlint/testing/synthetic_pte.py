@@ -28,6 +28,8 @@ The shapes (each a function of a size, returning the file's bytes):
 - `nested_loops(count)`: `count` loops nested in one another (loop k jumps back to the
   head of loop k), each head a round trip through a host op: a dominator tree as deep as
   the method, quadratic dominance frontiers;
+- `constant_chain(ops)`: a parameter through `ops` host ops, then copied to cuda:0 (XF006
+  with `ops` host-op steps);
 - `jumps_to_one_head(count)`: one loop head that `count` backward jumps return to, a round
   trip through a host op between each: one join of `count` back edges.
 """
@@ -73,6 +75,14 @@ class PlanBuilder:
             allocation_info=s.AllocationDetails(memory_id=2 if device else 1, memory_offset_low=0,
                                                 memory_offset_high=0),
             shape_dynamism=s.TensorShapeDynamism.STATIC, extra_tensor_info=extra,
+        ))
+
+    def constant(self) -> int:
+        """A float32 [4, 4] constant tensor (a parameter), in constant buffer 1."""
+        return self._add(s.Tensor(
+            scalar_type=ScalarType.FLOAT, storage_offset=0, sizes=list(_SIZES), dim_order=[0, 1],
+            requires_grad=False, layout=0, data_buffer_idx=1, allocation_info=None,
+            shape_dynamism=s.TensorShapeDynamism.STATIC, extra_tensor_info=None,
         ))
 
     def int_(self, value: int) -> int:
@@ -140,10 +150,12 @@ class PlanBuilder:
         )
 
 
-def serialize(plans: list[s.ExecutionPlan]) -> bytes:
-    """The `.pte` bytes of a program with these execution plans."""
+def serialize(plans: list[s.ExecutionPlan], constant: bool = False) -> bytes:
+    """The `.pte` bytes of a program with these execution plans (with `constant`, the bytes
+    of the one constant `PlanBuilder.constant` refers to, buffer 1)."""
+    buffers = [s.Buffer(storage=b"")] + ([s.Buffer(storage=bytes(_NBYTES))] if constant else [])
     program = s.Program(
-        version=0, execution_plan=plans, constant_buffer=[s.Buffer(storage=b"")],
+        version=0, execution_plan=plans, constant_buffer=buffers,
         backend_delegate_data=[s.BackendDelegateInlineData(data=b"synthetic")], segments=[],
         constant_segment=s.SubsegmentOffsets(segment_index=0, offsets=[]),
     )
@@ -256,6 +268,17 @@ def jumps_to_one_head(count: int) -> bytes:
         _loop_control(b, 0)
     b.outputs.append(x)
     return serialize([b.plan()])
+
+
+@lru_cache(maxsize=16)
+def constant_chain(ops: int) -> bytes:
+    b = PlanBuilder()
+    x = b.constant()
+    for _ in range(ops):
+        x = b.host(x)
+    (y,) = b.delegate([b.h2d(x)])
+    b.outputs.append(b.d2h(y))
+    return serialize([b.plan()], constant=True)
 
 
 @lru_cache(maxsize=16)
