@@ -62,6 +62,58 @@ def test_work_per_unit_stays_flat(build, small, large):
     assert per_large < 1.25 * per_small, (per_small, per_large)
 
 
+def _decide_fixes(data: bytes):
+    from xferlint.fixes.pte import fix_pte_loaded
+
+    return fix_pte_loaded(load_pte_bytes(data, label="scaling.pte"), select_rules(), decisions_only=True)
+
+
+@pytest.mark.parametrize("build, small, large", [
+    (sp.in_place_duplicates, 100, 1_000),  # every region asked whether the method returns it (was quadratic)
+    (sp.ladder, 100, 1_000),  # 3 fixes per block, only one accepted
+], ids=["in-place-duplicates", "ladder"])
+def test_fix_decisions_stay_flat(build, small, large):
+    def calls(data: bytes) -> int:
+        profile = cProfile.Profile()
+        profile.runcall(_decide_fixes, data)
+        return pstats.Stats(profile).total_calls
+
+    per_small = calls(build(small)) / small
+    per_large = calls(build(large)) / large
+    assert per_large < 1.25 * per_small, (per_small, per_large)
+
+
+def _lines(data: bytes) -> int:
+    """Lines executed by `_lint` (each turn of a loop is one): a scan inside a generator
+    expression is one Python call however long it is, so calls cannot see it."""
+    import sys
+    import threading
+
+    count = 0
+
+    def trace(frame, event, arg):
+        nonlocal count
+        if event == "line":
+            count += 1
+        return trace
+
+    sys.settrace(trace)
+    try:
+        _lint(data)
+    finally:
+        sys.settrace(None)
+        threading.settrace(None)
+    return count
+
+
+def test_duplicate_copies_between_in_place_writes_stay_flat_line_by_line():
+    # a buffer written in place in every block and copied twice after each write: each
+    # duplicate once scanned the buffer's readers for a write between its two copies
+    per_small = _lines(sp.in_place_duplicates(100)) / 100
+    per_large = _lines(sp.in_place_duplicates(1_000)) / 1_000
+    assert per_large < 1.25 * per_small, (per_small, per_large)
+
+
 def test_thousands_of_backward_jumps_give_every_finding_exactly():
     # 2,000 loops keep the suite quick (building the file is most of the time);
     # benchmarks/bench_scaling.py runs 10,000

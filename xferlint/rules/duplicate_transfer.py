@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, replace
 from functools import partial
 from operator import attrgetter
@@ -153,12 +153,28 @@ def sharing_blocker(facts: DeviceFacts, dup: DuplicateCopy) -> Optional[str]:
 
 
 def _writer_between(facts: DeviceFacts, vid: str, start: int, end: int) -> Optional[Node]:
-    """A node that writes `vid` in place (or may: unmodelled) after node `start` and before
-    node `end`, in program order."""
+    """The first node that writes `vid` in place (or may: unmodelled) after node `start`
+    and before node `end`, in program order."""
     if facts.in_place_reader(vid) is None:  # the common case, cached
         return None
-    return next((r for r in facts.readers(vid)
-                 if (r.mutates or r.kind == _UNKNOWN) and start < r.index < end), None)
+    writers = _in_place_writers(facts, vid)
+    k = bisect_right(writers, start, key=_INDEX)
+    return writers[k] if k < len(writers) and writers[k].index < end else None
+
+
+def _in_place_writers(facts: DeviceFacts, vid: str) -> list[Node]:
+    """The readers of `vid` that write it in place (or may), in program order; listed once
+    per value and searched per pair of copies: a buffer written and copied in each of n
+    blocks has n pairs, and scanning its readers per pair was quadratic."""
+    memo = facts.derived("duplicate_transfer.in_place_writers", _new_memo)
+    found = memo.get(vid)
+    if found is None:
+        found = memo[vid] = [r for r in facts.readers(vid) if r.mutates or r.kind == _UNKNOWN]
+    return found
+
+
+def _new_memo(facts: DeviceFacts) -> dict[str, list[Node]]:
+    return {}
 
 
 def applicability(facts: DeviceFacts, dup: DuplicateCopy) -> Optional[Applicability]:

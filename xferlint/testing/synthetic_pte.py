@@ -28,6 +28,8 @@ The shapes (each a function of a size, returning the file's bytes):
 - `nested_loops(count)`: `count` loops nested in one another (loop k jumps back to the
   head of loop k), each head a round trip through a host op: a dominator tree as deep as
   the method, quadratic dominance frontiers;
+- `in_place_duplicates(blocks)`: per block, a host buffer written in place, copied to
+  cuda:0 twice (XF004) and the block's result returned (a method of thousands of outputs);
 - `constant_chain(ops)`: a parameter through `ops` host ops, then copied to cuda:0 (XF006
   with `ops` host-op steps);
 - `jumps_to_one_head(count)`: one loop head that `count` backward jumps return to, a round
@@ -267,6 +269,17 @@ def jumps_to_one_head(count: int) -> bytes:
         x = b.host(b.d2h(y))
         _loop_control(b, 0)
     b.outputs.append(x)
+    return serialize([b.plan()])
+
+
+@lru_cache(maxsize=16)
+def in_place_duplicates(blocks: int) -> bytes:
+    b = PlanBuilder()
+    x = b.input()
+    for _ in range(blocks):
+        b.kernel("aten::cos", "out", [x, x, x])  # writes x in place
+        (y,) = b.delegate([b.h2d(x), b.h2d(x)])  # the second copy is XF004's duplicate
+        b.outputs.append(b.d2h(y))  # every block's result is returned
     return serialize([b.plan()])
 
 

@@ -23,6 +23,7 @@ A trial that changes a region in any other way (removes a node that reads or wri
 value or a view of it, moves a reader away, edits a view) computes that region afresh.
 """
 
+from collections import Counter
 from typing import Iterable, NamedTuple, Optional
 
 from xferlint.analyzer.facts import DeviceFacts
@@ -84,6 +85,11 @@ class MemoryCheck:
         self.rewires: dict[int, dict[str, str]] = {}
         self.removed: set[int] = set()
         self.outputs: dict[str, str] = {}
+        # what the method returns, as a count per value: as written, and under `outputs`
+        # (kept up to date by `commit`); `_returned` asks per region, and a method may
+        # return thousands of values
+        self._written_outputs = Counter(v for v in method.outputs if v is not None)
+        self._returns = Counter(self._written_outputs)
         self.rewired_to: dict[str, set[int]] = {}  # value -> nodes an accepted edit makes read it
         self._before: dict[str, set[tuple[int, str]]] = {}
         self._regions: dict[str, _Region] = {}  # kept for the accepted edits
@@ -149,8 +155,23 @@ class MemoryCheck:
         return sorted(found)
 
     def _returned(self, family: set[str], delta: Delta) -> bool:
-        outs = {**self.outputs, **delta.outputs}
-        return any(outs.get(v, v) in family for v in self.method.outputs if v is not None)
+        """Whether the method returns a value of `family` under the accepted edits plus
+        `delta` (`outputs` maps a returned value to the one returned instead)."""
+        # while `_original` sets the accepted edits aside, `outputs` is empty
+        returns = self._returns if self.outputs else self._written_outputs
+        change = self._output_change(delta.outputs) if delta.outputs else {}
+        return any(returns[v] + change.get(v, 0) > 0 for v in family)
+
+    def _output_change(self, outputs: dict[str, str]) -> dict[str, int]:
+        """How remapping the returned values by `outputs` changes the count per value."""
+        change: dict[str, int] = {}
+        for v, new in outputs.items():
+            times = self._written_outputs[v]
+            if times:
+                old = self.outputs.get(v, v)
+                change[old] = change.get(old, 0) - times
+                change[new] = change.get(new, 0) + times
+        return change
 
     def _overlaps(self, a: str, b: str) -> bool:
         values = self.method.values
@@ -344,6 +365,8 @@ class MemoryCheck:
             self.rewires.setdefault(i, {}).update(swap)
             for new in swap.values():
                 self.rewired_to.setdefault(new, set()).add(i)
+        for v, times in self._output_change(delta.outputs).items():
+            self._returns[v] += times
         self.outputs.update(delta.outputs)
         for value, new_readers in readers.items():
             self._grow(value, self._regions[value], new_readers, NO_DELTA)
