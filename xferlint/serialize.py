@@ -74,25 +74,14 @@ def to_json_text(obj: Any) -> str:
 
 
 def _text(obj: Any, pad: str) -> str:
-    """The JSON text of `obj` at indentation `pad` (a newline and spaces)."""
-    cls = type(obj)
-    if cls is str:
-        return _encode_string(obj)
-    if obj is None:
-        return "null"
-    if cls is bool:
-        return "true" if obj else "false"
-    if cls is int:
-        return int.__repr__(obj)
-    if cls is float:
-        return _FLOAT(obj)
-    if cls is list or cls is tuple:
-        return _list_text(obj, pad)
-    writer = _writer(cls, pad)
-    if writer is not None:
-        return writer(obj)
-    if isinstance(obj, enum.Enum):
-        return _text(obj.value, pad)
+    """The JSON text of `obj` at indentation `pad` (a newline and spaces): its type's text
+    function (`_text_function`), looked up once per type and indentation."""
+    return _texts_at(pad)[type(obj)](obj)
+
+
+def _other_text(obj: Any, pad: str) -> str:
+    """The text of what has no text function of its own type: a subclass of list, tuple,
+    dict or a scalar."""
     if isinstance(obj, (list, tuple)):
         return _list_text(obj, pad)
     if isinstance(obj, dict):
@@ -149,9 +138,8 @@ def _list_text(items: Any, pad: str) -> str:
 
 
 class _Texts(dict):
-    """The text function of each type met at one indentation (`_text` for that type, with
-    the indentation bound), made on first use: a dataclass's field or a list's item is
-    written through one look-up rather than `_text`'s chain of type tests."""
+    """The text function of each type met at one indentation (`_text_function`), made on
+    first use."""
 
     def __init__(self, pad: str) -> None:
         super().__init__()
@@ -173,7 +161,9 @@ def _texts_at(pad: str) -> _Texts:
 
 
 def _text_function(cls: type, pad: str) -> Any:
-    """`lambda obj: _text(obj, pad)` for objects of exactly class `cls`, without its tests."""
+    """The text function of objects of exactly class `cls` at indentation `pad`: the one
+    dispatch on type, made once per class (a dataclass's field or a list's item is then
+    written through one look-up, not a chain of type tests per value)."""
     if cls is str:
         return _encode_string
     if cls is type(None):
@@ -192,7 +182,7 @@ def _text_function(cls: type, pad: str) -> Any:
     if issubclass(cls, enum.Enum):  # each member's text once (reading `.value` is a Python call)
         members = {id(member): _text(member.value, pad) for member in cls}
         return lambda obj: members.get(id(obj)) or _text(obj.value, pad)
-    return lambda obj: _text(obj, pad)
+    return lambda obj: _other_text(obj, pad)
 
 
 def _list_writer(pad: str) -> Any:

@@ -206,12 +206,17 @@ class RuleContext:
         key = (node.index, node.name, role)
         found = self._steps.get(key)
         if found is None:
-            location = node.location
-            if location is None and self.locatable():
-                location = self.locate(node)
-            found = self._steps[key] = _STEP(node=node.name, target=node.target, role=role,
-                                             device=self.device_str(node),
-                                             location=_location(location) if location is not None else None)
+            found = self._new_step(key, node, role)
+        return found
+
+    def _new_step(self, key: tuple, node: Node, role: str) -> Step:
+        """The Step of `node` in `role`, made and kept under `key` (see `step`)."""
+        location = node.location
+        if location is None and self.locatable():
+            location = self.locate(node)
+        found = self._steps[key] = _STEP(node=node.name, target=node.target, role=role,
+                                         device=self.device_str(node),
+                                         location=_location(location) if location is not None else None)
         return found
 
     def copy_bytes(self, node: Node) -> Optional[int]:
@@ -264,9 +269,9 @@ class RuleContext:
         bytes are theirs, summed (NOTES: one definition of bytes); without, `nbytes` is the
         tensor at issue. `removes` are the copies its fix deletes; they set `saves_bytes`.
         `location` overrides where the finding points (a line inside a delegate)."""
-        made, step = self._steps, self.step
-        # a Step made before (most of a path's, in a program of many findings) by one look-up
-        steps = [made.get((node.index, node.name, role)) or step(node, role) for node, role in path]
+        made, new = self._steps, self._new_step
+        # one key and one look-up per step, made or not (`step`'s own, inline)
+        steps = [made.get(key := (node.index, node.name, role)) or new(key, node, role) for node, role in path]
         if location is None and self.locatable():
             if anchor is not None:
                 location = self.locate(anchor)
@@ -313,6 +318,9 @@ def _names(nodes: Sequence[Node]) -> list[str]:
     """The nodes' names, each once, in order."""
     if len(nodes) < 2:
         return [n.name for n in nodes]
+    if len(nodes) == 2:  # a round trip's D2H and H2D
+        first, second = nodes[0].name, nodes[1].name
+        return [first, second] if first != second else [first]
     return list(dict.fromkeys([n.name for n in nodes]))
 
 
@@ -321,6 +329,8 @@ def _same_nodes(a: Sequence[Node], b: Sequence[Node]) -> bool:
     compares field by field in Python), so that their copies' bytes are the same."""
     if len(a) != len(b):
         return False
+    if len(a) == 2:  # a round trip's two copies, in either order
+        return (a[0] is b[0] and a[1] is b[1]) or (a[0] is b[1] and a[1] is b[0])
     return all(x is y for x, y in zip(a, b)) or {id(x) for x in a} == {id(y) for y in b}
 
 

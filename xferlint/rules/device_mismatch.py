@@ -51,15 +51,23 @@ def _counted_operands(facts: DeviceFacts, node: Node) -> list[tuple[str, Device]
     """Tensor operands with a device, as the compute transfer function counts them (0-dim
     host scalars ride along)."""
     out = []
+    values, devices = facts.method.values, facts.devices  # facts.value's and facts.device's dicts
     for vid in node.inputs:
-        value = facts.value(vid)
-        device = facts.device(vid)
-        if value is None or value.tensor is None or not isinstance(device, Device):
+        value = values.get(vid)
+        if value is None or value.tensor is None:
             continue
-        if value.tensor.is_scalar and device == CPU:
+        device = devices.get(vid)
+        if not isinstance(device, Device) or (value.tensor.is_scalar and device == CPU):
             continue
         out.append((vid, device))
     return out
+
+
+def _several_devices(operands: list[tuple[str, Device]]) -> bool:
+    """Whether the operands live on more than one device (by identity first: a Device
+    compares and hashes in Python, and most ops read one device's values)."""
+    first = operands[0][1] if operands else None
+    return any(d is not first and d != first for _, d in operands)
 
 
 # --------------------------------------------------------------------------- examples
@@ -166,7 +174,7 @@ class DeviceMismatch(Rule):
                 continue
             if kind == _COMPUTE:
                 operands = _counted_operands(facts, node)
-                if len({d for _, d in operands}) > 1 and all(facts.device(v) is not CONFLICT for v in node.inputs):
+                if _several_devices(operands) and all(facts.device(v) is not CONFLICT for v in node.inputs):
                     yield self._operands(ctx, node, operands)
                     tainted.update(node.outputs)
                     continue

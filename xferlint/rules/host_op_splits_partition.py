@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
+from operator import itemgetter
 
 from xferlint.analyzer.facts import DeviceFacts
 from xferlint.analyzer.lattice import CPU, UNREACHED, Device
@@ -47,13 +48,6 @@ def is_cpu_delegate(node: Node) -> bool:
     return node.kind == _DELEGATE and (node.device is None or node.device.is_host)
 
 
-def is_host_op(node: Node, facts: DeviceFacts) -> bool:
-    if not (node.kind in HOST_OP_KINDS or is_cpu_delegate(node)) or not node.outputs:
-        return False
-    devices = facts.devices  # facts.device's dict: every host op of the method is asked about
-    return all(_on_host(devices.get(v, UNREACHED)) for v in node.outputs)
-
-
 def _on_host(device) -> bool:
     return device is CPU or device == CPU  # the solver's host is CPU itself: no __eq__ call
 
@@ -66,6 +60,10 @@ def host_segments(facts: DeviceFacts) -> list[HostSegment]:
     host: set[int] = set()
     leaving: list[tuple[object, Node]] = []
     entering: list[tuple[Device, Node]] = []
+    # A host op: a COMPUTE, ALIAS or GETITEM node or a CPU delegate, every result on the host.
+    # Which devices are the host's, by object: the facts hold a few (a Device compares in
+    # Python), and every getitem of a device delegate's result would compare with the host.
+    on_host = {i for i, d in {id(d): d for d in devices_of.values()}.items() if _on_host(d)}
     d2h, h2d, delegate = OpKind.D2H, OpKind.H2D, _DELEGATE  # once: an enum member look-up is ~65 ns
     for n in nodes:
         kind = n.kind
@@ -75,8 +73,10 @@ def host_segments(facts: DeviceFacts) -> list[HostSegment]:
         elif kind is h2d:
             if n.device is not None and n.inputs:
                 entering.append((n.device, n))
-        elif (kind in HOST_OP_KINDS or kind is delegate) and is_host_op(n, facts):
-            host.add(n.index)
+        elif kind in HOST_OP_KINDS or (kind is delegate and is_cpu_delegate(n)):
+            outputs = n.outputs
+            if outputs and all([id(devices_of.get(v)) in on_host for v in outputs]):
+                host.add(n.index)
     if not host:  # every segment is made of host ops
         return []
     h2ds = _by_device(entering)
@@ -85,10 +85,13 @@ def host_segments(facts: DeviceFacts) -> list[HostSegment]:
     if not devices:
         return []
     d2hs = _by_device(leaving)
-    segments: list[HostSegment] = []
+    keyed: list[tuple[tuple[int, str], HostSegment]] = []  # by first host op, then device name
     for device in devices:
-        segments.extend(_segments_for(facts, device, host, d2hs.get(device, []), h2ds.get(device, [])))
-    return sorted(segments, key=lambda s: (s.host_ops[0].index, str(s.device)))
+        name = str(device)  # once per device, not per segment: Device.__str__ is Python
+        found = _segments_for(facts, device, host, d2hs.get(device, []), h2ds.get(device, []))
+        keyed.extend([((s.host_ops[0].index, name), s) for s in found])
+    keyed.sort(key=itemgetter(0))
+    return [s for _, s in keyed]
 
 
 def _by_device(pairs: list[tuple[object, Node]]) -> dict:
@@ -178,6 +181,8 @@ def _segments_for(facts: DeviceFacts, device: Device, host: set[int], d2hs: list
 
 def _roots(members: list[int], split: set[int], find) -> list[int]:
     """The segments (by root) that the nodes `members` of a copy's touch, each once, in order."""
+    if not members:  # a copy of a direct round trip touches no host op
+        return []
     if len(members) == 1:  # most copies touch one host op
         return [find(members[0])] if members[0] in split else []
     return list(dict.fromkeys(find(i) for i in members if i in split))
@@ -289,22 +294,24 @@ class HostOpSplitsPartition(Rule):
 
     def _finding(self, ctx: RuleContext, seg: HostSegment):
         facts = ctx.facts
-        device = str(seg.device)  # once: the texts name it seven times
-        producers = _unique(w for d in seg.d2hs for w in facts.writers(d.inputs[0]))
-        delegates_before = _unique(_delegate_behind(facts, p) for p in producers)
-        consumers = _unique(r for h in seg.h2ds for r in facts.readers(h.output))
-        out_bytes = _sum(ctx.copy_bytes(d) for d in seg.d2hs)
-        back_bytes = _sum(ctx.copy_bytes(h) for h in seg.h2ds)
+        device = ctx.device_text(seg.device)  # once: the texts name it seven times
+        d2hs, h2ds = list(seg.d2hs), list(seg.h2ds)
+        producers = _unique([w for d in d2hs for w in facts.writers(d.inputs[0])])
+        delegates_before = _unique([_delegate_behind(facts, p) for p in producers])
+        readers = facts.readers
+        consumers = _unique([r for h in h2ds for r in readers(h.output)])
+        out_bytes = _sum([ctx.copy_bytes(d) for d in d2hs])
+        back_bytes = _sum([ctx.copy_bytes(h) for h in h2ds])
 
-        values = ", ".join(tick(d.inputs[0]) for d in seg.d2hs)
-        before = _names(ctx, delegates_before or producers)
-        after = _names(ctx, consumers, ctx.describe)
-        ops = _host_ops(ctx, seg.host_ops)
+        values = ", ".join([tick(d.inputs[0]) for d in d2hs])
+        before = _names(delegates_before or producers, partial(_where, ctx))
+        after = _names(consumers, ctx.describe)
+        ops = _host_ops(seg.host_ops)
         cpu_delegates = [n for n in seg.host_ops if is_cpu_delegate(n)]
         kinds = _op_kinds(seg.host_ops)
         plural = len(seg.host_ops) > 1
         what = "host ops" if plural else ("a CPU delegate" if cpu_delegates else "host op")
-        take = ", ".join(f"`{k}`" for k in kinds[:_SHOWN]) or "the ops it delegated"
+        take = ", ".join([f"`{k}`" for k in kinds[:_SHOWN]]) or "the ops it delegated"
         advice = (
             f"Let the {device} backend take {take} (a partitioner or kernel that supports it), or move "
             f"the op off the hot path, before the first or after the last {device} partition."
@@ -324,15 +331,14 @@ class HostOpSplitsPartition(Rule):
             f"{format_bytes(out_bytes)} to host and {format_bytes(back_bytes)} back per call "
             f"({len(seg.d2hs)} D2H, {len(seg.h2ds)} H2D), with a stream sync at each crossing. {advice}"
         )
-        path = ([(p, "producer") for p in producers] + [(d, "d2h") for d in seg.d2hs]
-                + [(n, "host-op") for n in seg.host_ops] + [(h, "h2d") for h in seg.h2ds]
+        path = ([(p, "producer") for p in producers] + [(d, "d2h") for d in d2hs]
+                + [(n, "host-op") for n in seg.host_ops] + [(h, "h2d") for h in h2ds]
                 + [(c, "consumer") for c in consumers])
+        copies = d2hs + h2ds
         message = (f"{_short_ops(seg.host_ops, kinds, cpu_delegates)} split{'' if plural else 's'} a "
-                   f"{device} partition: "
-                   f"{format_bytes(ctx.copies_bytes(list(seg.d2hs) + list(seg.h2ds)))} per call")
+                   f"{device} partition: {format_bytes(ctx.copies_bytes(copies))} per call")
         return ctx.finding(self, message, path, anchor=_first_located(ctx, seg.host_ops),
-                           location=_first_location(seg.host_ops), copies=list(seg.d2hs) + list(seg.h2ds),
-                           detail=detail)
+                           location=_first_location(seg.host_ops), copies=copies, detail=detail)
 
 
 def _short_ops(nodes, op_kinds: list[str], cpu_delegates) -> str:
@@ -398,7 +404,10 @@ def _delegate_behind(facts: DeviceFacts, node: Node):
     return node
 
 
-def _unique(nodes) -> list[Node]:
+def _unique(nodes: list) -> list[Node]:
+    """The nodes, None left out, each once, in program order."""
+    if len(nodes) == 1:  # a segment's usual one producer, one consumer
+        return nodes if nodes[0] is not None else []
     seen: dict[int, Node] = {}
     for node in nodes:
         if node is not None:
@@ -406,9 +415,14 @@ def _unique(nodes) -> list[Node]:
     return [seen[i] for i in sorted(seen)]
 
 
-def _sum(values):
-    values = list(values)
-    return None if any(v is None for v in values) else sum(values)
+def _sum(values: list):
+    """The sum of the sizes, None when any is (symbolic)."""
+    total = 0
+    for value in values:
+        if value is None:
+            return None
+        total += value
+    return total
 
 
 def _where(ctx: RuleContext, node: Node) -> str:
@@ -419,33 +433,38 @@ def _where(ctx: RuleContext, node: Node) -> str:
     return f"{tick(node.name)}, line {loc.line}" + (f": `{loc.code}`" if loc.code else "")
 
 
-def _names(ctx: RuleContext, nodes: list[Node], describe=None) -> str:
+def _names(nodes: list[Node], describe) -> str:
     if not nodes:
         return "an unknown node"
-    shown = [(describe or (lambda n: _where(ctx, n)))(n) for n in nodes[:_SHOWN]]
+    if len(nodes) == 1:
+        return describe(nodes[0])
+    shown = [describe(n) for n in nodes[:_SHOWN]]
     more = f" and {len(nodes) - _SHOWN} more" if len(nodes) > _SHOWN else ""
     return ", ".join(shown) + more
 
 
-def _host_ops(ctx: RuleContext, nodes: tuple[Node, ...]) -> str:
-    def where(loc) -> str:
-        if loc is None:
-            return ""
-        return f", line {loc.line}: `{loc.code}`" if loc.code else f", line {loc.line}"
+def _line(loc) -> str:
+    """`, line 12: `code`` of a host op's location ('' when it has none)."""
+    if loc is None:
+        return ""
+    return f", line {loc.line}: `{loc.code}`" if loc.code else f", line {loc.line}"
 
-    def one(node: Node) -> str:
-        if is_cpu_delegate(node):
-            inner = node.delegate.ops if node.delegate is not None else ()
-            shown = [op for op in inner if op_name(op.target) in _inner_kinds(node)][:_SHOWN]
-            running = "; ".join(f"`{op_name(op.target)}`{where(op.location)}" for op in shown)
-            more = len([op for op in inner if op_name(op.target) in _inner_kinds(node)]) - len(shown)
-            running += f" and {more} more" if more > 0 else ""
-            return f"`{_backend(node)}` ({tick(node.name)}" + (f", running {running})" if running else ")")
-        return f"`{op_name(node.target)}` ({tick(node.name)}{where(node.location)})"
 
-    shown = [one(n) for n in nodes[:_SHOWN]]
-    more = f" and {len(nodes) - _SHOWN} more" if len(nodes) > _SHOWN else ""
-    return ", ".join(shown) + more
+def _host_op(node: Node) -> str:
+    """One host op as a message names it: operator, node and line; a CPU delegate with the
+    ops it runs."""
+    if is_cpu_delegate(node):
+        inner = node.delegate.ops if node.delegate is not None else ()
+        shown = [op for op in inner if op_name(op.target) in _inner_kinds(node)][:_SHOWN]
+        running = "; ".join(f"`{op_name(op.target)}`{_line(op.location)}" for op in shown)
+        more = len([op for op in inner if op_name(op.target) in _inner_kinds(node)]) - len(shown)
+        running += f" and {more} more" if more > 0 else ""
+        return f"`{_backend(node)}` ({tick(node.name)}" + (f", running {running})" if running else ")")
+    return f"`{op_name(node.target)}` ({tick(node.name)}{_line(node.location)})"
+
+
+def _host_ops(nodes: tuple[Node, ...]) -> str:
+    return _names(list(nodes), _host_op) if nodes else ""
 
 
 def _first_location(nodes):

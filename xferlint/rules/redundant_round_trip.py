@@ -18,36 +18,31 @@ def _build(devices, **kwargs):
 
 
 _UNSET = object()
-_ENDING = object()  # the key, in a check's cache, of the round trips by the id of their H2D
+_ENDING = object()  # the key, in a check's cache, of the ids of the H2Ds that end same-device round trips
 
 
 def _host_reader(facts, trip, cache: dict):
     """The first reader of the trip's D2H that is not itself a same-device round trip
     (which the fix also removes), or None. Cached per D2H: a D2H read by k round trips
-    would otherwise be scanned k times. `cache[_ENDING]`: the round trip each H2D (by id)
-    ends in, every reader being a node of the method."""
-    found = cache.get(trip.d2h.output, _UNSET)
+    would otherwise be scanned k times. `cache[_ENDING]`: the ids of the H2Ds that end a
+    same-device round trip, every reader being a node of the method."""
+    output = trip.d2h.output
+    found = cache.get(output, _UNSET)
     if found is _UNSET:
         ending = cache[_ENDING]
-        found = next((r for r in facts.readers(trip.d2h.output)
-                      if not (r.kind is OpKind.H2D and (t := ending.get(id(r))) is not None and t.same_device)),
-                     None)
-        cache[trip.d2h.output] = found
+        found = next((r for r in facts.readers(output) if not (r.kind is OpKind.H2D and id(r) in ending)), None)
+        cache[output] = found
     return found
 
 
-def _d2h_stays(facts, trip, cache: dict) -> bool:
-    return facts.is_output(trip.d2h.output) or _host_reader(facts, trip, cache) is not None
-
-
-def _removed(facts, trip, cache: dict) -> list:
+def _removed(trip, d2h_stays: bool) -> list:
     """The copies the fix deletes: the H2D, and the D2H once every reader of it is a
     same-device round trip that the fix also removes (and it is no output)."""
-    return [trip.h2d] if _d2h_stays(facts, trip, cache) else [trip.h2d, trip.d2h]
+    return [trip.h2d] if d2h_stays else [trip.h2d, trip.d2h]
 
 
-def _d2h_fate(facts, trip, cache: dict) -> str:
-    host = _host_reader(facts, trip, cache)
+def _d2h_fate(facts, trip, host) -> str:
+    """What becomes of the D2H once the fix feeds the consumer directly; `host`: its host reader."""
     if host is not None:
         return f"{tick(trip.d2h.name)} stays: it also feeds host code ({tick(host.name)})"
     if facts.is_output(trip.d2h.output):
@@ -104,23 +99,24 @@ class RedundantRoundTrip(Rule):
     )
 
     def check(self, ctx):
-        trips = method_round_trips(ctx)
-        # per D2H: its first reader that is not a same-device round trip (and the trips by H2D)
-        cache: dict = {_ENDING: {id(t.h2d): t for t in trips}}
+        facts = ctx.facts
+        trips = [t for t in method_round_trips(ctx) if t.same_device]  # once each: a Device compares in Python
+        # per D2H: its first reader that is not a same-device round trip (and those trips' H2Ds)
+        cache: dict = {_ENDING: {id(t.h2d) for t in trips}}
         for trip in trips:
-            if not trip.same_device:
-                continue
             consumer = trip.consumers[0] if trip.consumers else None
-            d2h_fate = _d2h_fate(ctx.facts, trip, cache)
+            host = _host_reader(facts, trip, cache)
+            d2h_stays = host is not None or facts.is_output(trip.d2h.output)
+            d2h_fate = _d2h_fate(facts, trip, host)
             target = f" for {ctx.describe(consumer)}" if consumer else ""
             source, back = ctx.device_text(trip.source), ctx.device_text(trip.target)  # str(Device) is Python
             detail = (
                 f"{tick(trip.value)} already lives on {source}, but {tick(trip.d2h.name)} copies it "
                 f"to host and {tick(trip.h2d.name)} copies it straight back to {back}{target}: "
-                f"{format_bytes(ctx.facts.nbytes(trip.value))} cross the bus twice per call for nothing. "
+                f"{format_bytes(facts.nbytes(trip.value))} cross the bus twice per call for nothing. "
                 f"Feed {tick(trip.value)} to the consumer directly ({d2h_fate})."
             )
             message = (f"{words.value_subject(ctx, trip.value)} round-trips {source} -> cpu -> {back}: "
                        f"{format_bytes(ctx.copies_bytes([trip.d2h, trip.h2d]))} per call")
             yield ctx.finding(self, message, trip.path(), anchor=trip.producer or trip.h2d,
-                              copies=[trip.d2h, trip.h2d], removes=_removed(ctx.facts, trip, cache), detail=detail)
+                              copies=[trip.d2h, trip.h2d], removes=_removed(trip, d2h_stays), detail=detail)
