@@ -590,10 +590,14 @@ def _rename_block(nodes, first: int, last: int, names: list, current: dict[str, 
     entries = repeat(ENTRY)
     for i in range(first, last + 1):
         node = nodes[i]
-        names[i] = tuple(map(get, node.inputs, entries))
+        inputs = node.inputs
+        names[i] = tuple(map(get, inputs, entries)) if inputs else ()  # (inputs, constants: no reads)
+        if undo is None:  # (a straight-line method, a run of loops: no undo list kept)
+            for vid in node.outputs:
+                current[vid] = i
+            continue
         for vid in node.outputs:
-            if undo is not None:
-                undo.append((vid, get(vid, ENTRY)))
+            undo.append((vid, get(vid, ENTRY)))
             current[vid] = i
 
 

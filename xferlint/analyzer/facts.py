@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, TypeVar
+from typing import Any, Callable, Optional, TypeVar, Union
 
 from xferlint.analyzer.lattice import UNREACHED, LatticeValue
 from xferlint.analyzer.solver import solve
@@ -36,7 +36,7 @@ class DeviceFacts:
     devices: dict[str, LatticeValue]
     _writers: dict[str, list[Node]] = field(default_factory=dict, repr=False)
     _readers: dict[str, list[Node]] = field(default_factory=dict, repr=False)
-    _live: set[str] = field(default_factory=set, repr=False)
+    _live: Union[set[str], frozenset[str]] = field(default_factory=set, repr=False)
     _outputs: frozenset[str] = frozenset()
     _flow: Optional[Any] = field(default=None, repr=False)  # cfg.FlowFacts when the method has a CFG
     _in_place: dict[tuple[str, bool], Optional[Node]] = field(default_factory=dict, repr=False)  # in_place_reader cache
@@ -56,7 +56,7 @@ class DeviceFacts:
             from xferlint.analyzer.cfg import FlowFacts
 
             facts._flow = FlowFacts.compute(method, method.cfg)
-            facts._live = set(facts._flow.live_values)
+            facts._live = facts._flow.live_values  # (a frozenset, only asked `in`: not copied)
         else:
             facts._live = facts._liveness()
         return facts

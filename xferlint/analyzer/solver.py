@@ -7,9 +7,9 @@ A node is revisited only when one of its operands rises, and a value rises at mo
 (UNREACHED -> device -> CONFLICT), so the whole solve is linear in program size.
 
 The worklist starts with every node in program order. Until a value rises after a node
-has read it, nothing is ever queued again, so that first pass needs no reader index: it
-is built only when some node must be revisited (a loop, a value written after its read),
-and the solve then goes on exactly as the worklist would, in the same order.
+has read it, nothing is ever queued again: that first pass is a plain loop, and only
+when some node must be revisited (a loop, a value written after its read) does the solve
+go on exactly as the worklist would, in the same order.
 """
 
 from __future__ import annotations
@@ -26,26 +26,32 @@ Readers = Mapping[str, Sequence[Node]]  # value -> the nodes that read it, in pr
 
 def solve(method: MethodView, readers: Optional[Readers] = None) -> dict[str, LatticeValue]:
     """Return the least fixed point: the device of every value of `method`. `readers`, when
-    the caller has them (DeviceFacts does), spare building them if nodes must be revisited."""
+    the caller has them (DeviceFacts does), are not built again.
+
+    In the first pass a value that rises must be revisited only when a node up to this
+    one has read it: its first reader (readers are in program order) tells, with one
+    look-up per value risen rather than a set of every value read so far."""
+    if readers is None:
+        readers = _readers(method.nodes)
     state: dict[str, LatticeValue] = {}
     device_of = _device_of(state)
     values = method.values
     nodes = method.nodes
     table = TRANSFER
-    read: set[str] = set()  # values some node of the first pass has read
+    get, first_readers = state.get, readers.get
     for i, node in enumerate(nodes):
-        if node.inputs:
-            read.update(node.inputs)
         result = table[node.kind](node, device_of, values)
         if result is UNREACHED:
             continue
-        outputs = node.outputs
-        for k, vid in enumerate(outputs):
-            if not _rise(state, vid, result):
+        for vid in node.outputs:
+            if get(vid) is None:  # its first value (the state never holds UNREACHED): it rises
+                state[vid] = result
+            elif not _rise(state, vid, result):
                 continue
-            if vid in read:  # a node already done read it: from here on, the worklist
-                _revisit(nodes, values, state, i, vid, outputs[k + 1:], result,
-                         readers if readers is not None else _readers(nodes))
+            read = first_readers(vid)
+            if read and read[0].index <= i:  # a node already done read it: from here on, the worklist
+                outputs = node.outputs
+                _revisit(nodes, values, state, i, vid, outputs[outputs.index(vid) + 1:], result, readers)
                 return state
     return state
 

@@ -211,7 +211,7 @@ def _traffic(facts: DeviceFacts) -> dict:
     """`traffic_counts(copies(facts))`, without a Copy per copy: the copies are counted by
     (kind, source device object, target device object), each group's direction and device
     names worked out once (a method has a handful of groups and may have 100,000 copies)."""
-    devices, values = facts.devices, facts.method.values
+    devices, nbytes_of = facts.devices, facts.nbytes
     d2h = OpKind.D2H  # once: an enum member look-up is ~65 ns
     groups: dict[tuple, Optional[list]] = {}  # key -> [direction, source, target, copies, bytes, symbolic]
     in_control_flow = 0
@@ -227,9 +227,9 @@ def _traffic(facts: DeviceFacts) -> dict:
             group = groups[key] = _group(kind, source, target)
         if group is None:  # no target, or a `.to()` that stays on its device
             continue
-        nbytes = _nbytes(values, node.outputs[0] if node.outputs else None)
+        nbytes = nbytes_of(node.outputs[0] if node.outputs else None)
         if nbytes is None:
-            nbytes = _nbytes(values, node.inputs[0])
+            nbytes = nbytes_of(node.inputs[0])
         group[3] += 1
         if nbytes is None:
             group[5] += 1
@@ -259,12 +259,6 @@ def _group(kind: OpKind, source, target: Optional[Device]) -> Optional[list]:
     """A new group's counters, or None when its nodes move nothing (see `_copy`)."""
     direction = _direction(kind, source, target)
     return None if direction is None else [direction, _device_name(source), str(target), 0, 0, 0]
-
-
-def _nbytes(values, vid: Optional[str]) -> Optional[int]:
-    """`DeviceFacts.nbytes(vid)`, from the method's values dict."""
-    value = values.get(vid) if vid is not None else None
-    return value.tensor.nbytes if value is not None and value.tensor is not None else None
 
 
 def _totals(groups: list[list], in_control_flow: int) -> dict:

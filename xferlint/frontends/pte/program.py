@@ -15,8 +15,9 @@ not overlap vectors), and anything the generated accessors raise on garbage beco
 
 import struct
 from functools import partial
+from itertools import chain as _chain, compress
 from operator import add, itemgetter
-from typing import Any, NamedTuple, Optional
+from typing import Any, Iterable, NamedTuple, Optional
 
 from xferlint.frontends.bounded import MAX_TEXT, safe_text
 from xferlint.frontends.pte.container import Container, PteFormatError, parse_container
@@ -1186,6 +1187,32 @@ def _items_ok(ev: EValueInfo, n_values: int) -> bool:
     return True
 
 
+_KIND, _INDEX, _ARGS = itemgetter(0), itemgetter(1), itemgetter(2)  # Instr fields
+_NOT_CALLS = frozenset({MOVE, JUMP_FALSE, FREE})
+
+
+def _unchecked(instructions: tuple[Instr, ...], n_operators: int, n_delegates: int, n_values: int) -> Iterable[int]:
+    """The positions of a chain's instructions that `_validate_plan` must test one by one.
+    The kernel and delegate calls (most instructions) are tested together, with min / max
+    over the chain's indices (in C, not a test per instruction): where they all pass, only
+    the moves, jumps and frees are left; where one fails, every instruction is (in order,
+    so the first bad one is named)."""
+    kinds = list(map(_KIND, instructions))
+    present = set(kinds)
+    indices = list(map(_INDEX, instructions))
+    for kind, limit in ((KERNEL, n_operators), (DELEGATE, n_delegates)):
+        if kind in present:
+            chosen = indices if len(present) == 1 else list(compress(indices, map(kind.__eq__, kinds)))
+            if not (min(chosen) >= 0 and max(chosen) < limit):
+                return range(len(instructions))
+    args = list(_chain.from_iterable(map(_ARGS, instructions)))
+    if args and not (min(args) >= 0 and max(args) < n_values):
+        return range(len(instructions))
+    if present.isdisjoint(_NOT_CALLS):
+        return ()
+    return list(compress(range(len(instructions)), map(_NOT_CALLS.__contains__, kinds)))
+
+
 def _validate_plan(plan: Plan) -> None:
     """Every index a later stage follows must point inside its table."""
     n_values = len(plan.values)
@@ -1212,7 +1239,8 @@ def _validate_plan(plan: Plan) -> None:
     n_operators, n_delegates = len(plan.operators), len(plan.delegates)
     for c, chain in enumerate(plan.chains):
         n = len(chain.instructions)
-        for k, ins in enumerate(chain.instructions):
+        for k in _unchecked(chain.instructions, n_operators, n_delegates, n_values):
+            ins = chain.instructions[k]
             # a cheap test of every index first; the messages only for an instruction that fails it
             kind = ins.kind
             if kind == KERNEL or kind == DELEGATE:

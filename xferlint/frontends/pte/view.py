@@ -29,7 +29,7 @@ several chains), so findings locate as `model.pte:forward:instr 12 (aten::cos.ou
 """
 
 import os
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from itertools import chain as _chain, count, repeat
 from operator import attrgetter
 from typing import NamedTuple, Optional
@@ -84,13 +84,30 @@ def device_of(device_type: int, device_index: int) -> Device:
     return Device(pp.DEVICE_NAMES.get(device_type, f"device{device_type}"), device_index)
 
 
-class PteMethodMap(NamedTuple):
-    """How one method's view nodes map back to the program's instructions."""
+class PteMethodMap:
+    """How one method's view nodes map back to the program's instructions: node
+    `first_instruction_node + k` is the k-th instruction counted over the chains in order.
+    The two dicts are built on first use (only a fix reads them; a method may have
+    100,000 instructions)."""
 
-    plan_index: int
-    instr_of_node: dict[int, tuple[int, int]]  # node index -> (chain, instruction)
-    node_of_instr: dict[tuple[int, int], int]
-    first_instruction_node: int
+    def __init__(self, plan_index: int, first_instruction_node: int, chain_lengths: tuple[int, ...]) -> None:
+        self.plan_index = plan_index
+        self.first_instruction_node = first_instruction_node
+        self.chain_lengths = chain_lengths
+
+    def __repr__(self) -> str:
+        return (f"PteMethodMap(plan_index={self.plan_index}, first_instruction_node={self.first_instruction_node}, "
+                f"chain_lengths={self.chain_lengths})")
+
+    @cached_property
+    def instr_of_node(self) -> dict[int, tuple[int, int]]:
+        """node index -> (chain, instruction)."""
+        pairs = _chain.from_iterable(zip(repeat(c), range(n)) for c, n in enumerate(self.chain_lengths))
+        return dict(zip(count(self.first_instruction_node), pairs))
+
+    @cached_property
+    def node_of_instr(self) -> dict[tuple[int, int], int]:
+        return dict(zip(self.instr_of_node.values(), self.instr_of_node.keys()))
 
 
 class PteNative(NamedTuple):
@@ -220,10 +237,9 @@ class _MethodBuilder:
         self.locations = locations or {}  # instruction index (chain 0) -> SourceLocation
         self.plan_index = plan_index
         self.nodes: list[Node] = []
-        self.instr_of_node: dict[int, tuple[int, int]] = {}
         self.buffer_devices = self._buffer_devices()
         self.input_set = frozenset(plan.inputs)
-        self.ids = [value_id(i) for i in range(len(plan.values))]  # made once
+        self.ids = [f"v{i}" for i in range(len(plan.values))]  # `value_id` of each, made once (without a call each)
         self._fields: dict[tuple, dict] = {}
         self.constants: list[int] = []  # constant tensors but inputs: a CONSTANT node each
         self.state: list[int] = []  # constants and named mutable buffers
@@ -338,11 +354,26 @@ class _MethodBuilder:
         self.nodes.append(node)
         return node
 
+    def _input_nodes(self) -> None:
+        """Append one INPUT node per method input (built in the loop, as `_chain_nodes`
+        builds kernel calls: a method may take 100,000 inputs)."""
+        nodes, ids, kind = self.nodes, self.ids, OpKind.INPUT
+        for k, i in enumerate(self.plan.inputs):
+            vid = ids[i]
+            state = {"index": len(nodes), "name": f"input {k} ({vid})", "kind": kind, "target": "input",
+                     "inputs": (), "outputs": (vid,), "device": None, "location": None, "delegate": None,
+                     "scope": "", "mutates": False}
+            if _NODE_WHOLE:
+                node = _new(Node)
+                node.__dict__.update(state)
+            else:
+                node = _NODE.of(state)
+            nodes.append(node)
+
     def build(self) -> tuple[MethodView, PteMethodMap]:
         plan = self.plan
         ids = self.ids
-        for k, i in enumerate(plan.inputs):
-            self.add(f"input {k} ({ids[i]})", OpKind.INPUT, "input", (), (ids[i],))
+        self._input_nodes()
         for i in self.constants:
             fqn = plan.values[i].tensor.fqn
             label = f" ({fqn})" if fqn else ""
@@ -356,11 +387,8 @@ class _MethodBuilder:
         self.kernels = tuple(map(self._operator, range(len(plan.operators))))
         scopes = [_scopes(chain) for chain in plan.chains]
         for c, chain in enumerate(plan.chains):
-            start = len(self.nodes)
             self.seen.start(chain.instructions)
             self._chain_nodes(c, chain, f"chain {c} instr " if multi else "instr ", scopes[c])
-            # node start + k is instruction k of this chain (one node per instruction)
-            self.instr_of_node.update(zip(range(start, len(self.nodes)), zip(repeat(c), count())))
         cfg = self._cfg(first_instruction)
         view = MethodView(
             name=plan.name,
@@ -371,12 +399,8 @@ class _MethodBuilder:
             cfg=cfg,
             buffer_devices=self.buffer_devices,
         )
-        mapping = PteMethodMap(
-            plan_index=self.plan_index,
-            instr_of_node=dict(self.instr_of_node),
-            node_of_instr=dict(zip(self.instr_of_node.values(), self.instr_of_node.keys())),
-            first_instruction_node=first_instruction,
-        )
+        # one node per instruction, in order (`PteMethodMap`)
+        mapping = PteMethodMap(self.plan_index, first_instruction, tuple(len(ch.instructions) for ch in plan.chains))
         return view, mapping
 
     def _operator(self, index: int) -> tuple:
@@ -397,28 +421,35 @@ class _MethodBuilder:
     def _chain_nodes(self, c: int, chain: pp.Chain, head: str, scopes: list[str]) -> None:
         """Append the nodes of chain `c`'s instructions. Kernel calls (most instructions) are
         built here, in the loop, without a call per node (nor `add`'s: a 100,000-instruction
-        method is 100,000 of them); the other kinds go to their `_*_node`."""
+        method is 100,000 of them); the other kinds go to their `_*_node`. Names the loop
+        reads per instruction are bound once (an enum member or module global look-up each
+        costs as much as a tuple)."""
         plan, nodes, kernels, lists, h2d = self.plan, self.nodes, self.kernels, self.lists, self._h2d_device
         name_of = self.ids.__getitem__
         others = {pp.DELEGATE: self._delegate_node, pp.MOVE: self._move_node, pp.JUMP_FALSE: self._jump_node}
+        kernel, alias, compute, copy_in = pp.KERNEL, OpKind.ALIAS, OpKind.COMPUTE, OpKind.H2D
         locate = chain.stacktrace is not None or (c == 0 and bool(self.locations))
         location = None
         for k, ins in enumerate(chain.instructions):
             if locate:
                 location = _location(chain, k) or (self.locations.get(k) if c == 0 else None)
-            if ins.kind != pp.KERNEL:
+            if ins.kind != kernel:
                 others.get(ins.kind, self._free_node)(ins, k, f"{head}{k}", location, scopes[k])
                 continue
             name, kind, label, target = kernels[ins.index]
-            operands, results = kernel_io(plan, name, ins.args)
-            if kind is OpKind.ALIAS:
+            args = ins.args
+            if len(args) >= 2 and args[-1] == args[-2] and name != _COPY_INDEX_OP:
+                operands, results = args[:-2], args[-1:]  # one out tensor, given twice: `kernel_io`'s commonest case
+            else:
+                operands, results = kernel_io(plan, name, args)
+            if kind is alias:
                 operands = operands[:1]
-            mutates = kind is OpKind.COMPUTE and any(map(operands.__contains__, results))
+            mutates = kind is compute and any(map(operands.__contains__, results))
             if lists and not lists.isdisjoint(operands):
                 operands = _expand_lists(plan, operands)
             state = {"index": len(nodes), "name": f"{head}{k} ({label})", "kind": kind, "target": target,
                      "inputs": tuple(map(name_of, operands)), "outputs": tuple(map(name_of, results)),
-                     "device": h2d(results) if kind is OpKind.H2D else None, "location": location,
+                     "device": h2d(results) if kind is copy_in else None, "location": location,
                      "delegate": None, "scope": scopes[k], "mutates": mutates}
             if _NODE_WHOLE:
                 node = _new(Node)
