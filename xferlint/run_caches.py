@@ -4,7 +4,9 @@ Some stages remember results keyed by the program they came from (a method's lin
 nodes by name), so that a fix trial does not compute them again. Those entries hold whole
 programs: a view of 100,000 instructions is over a million objects. A command drops them
 all when it ends (`clear`), so they are freed there, once, not at interpreter exit, where
-freeing them costs several times more, nor never, in a process that goes on.
+freeing them costs several times more, nor never, in a process that goes on. The console
+script, whose process ends right after the command, does not free them at all
+(`cli.main(exiting=True)`).
 """
 
 from __future__ import annotations
