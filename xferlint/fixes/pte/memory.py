@@ -274,30 +274,36 @@ class MemoryCheck:
                       and any(new in region.family for new in swap.values()))
 
     # -- the questions ----------------------------------------------------------------------
-    def trial(self, delta: Delta, values: Iterable[str]) -> Optional[Conflict]:
+    def trial(self, delta: Delta, values: Iterable[str], regions: Optional[list] = None) -> Optional[Conflict]:
         """A conflict the accepted edits plus `delta` would introduce for `values` (the
-        first one found), or None: the memory plan stays valid."""
+        first one found), or None: the memory plan stays valid. `regions`: a list to add
+        the live regions the answer read to (for each value asked: its original region,
+        None when none is kept, and the trial's), what `xferlint.fixes.pte.carry` proves
+        a refusal unchanged by."""
         for value in dict.fromkeys(values):
             if not self._planned(value):
                 continue
             before = self._original(value)
             cached = self._kept(value)
             if cached is None or self._touches(cached.family, delta):
-                _, hit = self._region(value, delta, before)
+                region, hit = self._region(value, delta, before)
             else:
+                region = cached
                 hit = next(((i, o, r) for i, o, r in cached.found
                             if (i, o) not in before and not self._gone(i, delta)), None)
                 if hit is None:
-                    hit = self._extend(value, cached, delta, before)
+                    region, hit = self._extend(value, cached, delta, before)
+            if regions is not None:
+                regions.extend((self._first.get(value), region))
             if hit is not None:
                 i, other, reader = hit
                 return Conflict(value=value, writer=self.nodes[i], other=other, reader=self.nodes[reader])
         return None
 
-    def _extend(self, value: str, cached: _Region, delta: Delta, before: set) -> Optional[tuple]:
+    def _extend(self, value: str, cached: _Region, delta: Delta, before: set) -> tuple[_Region, Optional[tuple]]:
         """Grow a layer over the kept region by `delta`'s new readers (the layer is dropped)."""
         trial = _Region(cached.family, _Layer(cached.live), _Layer(cached.readers))
-        return self._grow(value, trial, self._new_readers(cached, delta), delta, before)
+        return trial, self._grow(value, trial, self._new_readers(cached, delta), delta, before)
 
     def _touched(self, delta: Delta) -> Optional[set[str]]:
         """Values whose regions `delta` changes otherwise than by new readers (None: any)."""
