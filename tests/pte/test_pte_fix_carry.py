@@ -153,3 +153,34 @@ def test_carrying_decides_what_deciding_again_does_on_fuzzed_programs(monkeypatc
         assert fast == slow, case
         compared += 1
     assert compared
+
+
+def test_refusals_name_the_findings_of_the_program_the_fix_started_from():
+    """When the second pass applies a fix, its refusals are decided on the patched program
+    (its instructions renumbered) and must still name the original program's findings."""
+    from xferlint.frontends.pte.view import load_pte_bytes
+    from xferlint.pipeline import analyze
+
+    b = sp.PlanBuilder()
+    (y,) = b.delegate([b.h2d(b.input())])
+    x = b.d2h(y)
+    a, second = b.h2d(x), b.h2d(x)
+    (z,) = b.delegate([a, second])
+    (y2,) = b.delegate([b.h2d(b.d2h(z))])  # then a round trip the memory plan never allows
+    (z2,) = b.delegate([b.h2d(b.d2h(y2))])
+    b.outputs.append(b.d2h(z2))
+    plan = b.plan()
+    for vid, offset in {y: 0, second: 0, a: 64, z: 128}.items():
+        plan.values[vid].val.allocation_info.memory_offset_low = offset
+    plan.non_const_buffer_sizes = [0, 64, 256]
+    data = sp.serialize([plan])
+    rules = select_rules()
+    result = fix_pte_bytes(data, rules)
+    assert len(result.applied) == 3  # `b`'s round trip, then `a`'s on the second pass
+    refused = {(s.code, s.method, s.nodes) for s in result.skipped}
+    assert refused
+    loaded = load_pte_bytes(data, label="program.pte")
+    found = {(f.code, f.method, tuple(f.nodes)) for f in analyze(loaded.view, rules)}
+    # the last round trip (into `instr 11`, the last delegate), not the one pass 1 fixed
+    # whose nodes the renumbered program's instructions 5-8 would name
+    assert refused == {key for key in found if key[0] == "XF001" and key[2][-1].startswith("instr 11 ")}

@@ -331,6 +331,28 @@ def _patch_all(native: PteNative, view: ProgramView, decided: dict[int, tuple[An
 
 def _round(state: dict, linter: _Linter, unsafe_fixes: bool, outcomes: list[MethodOutcome],
            excludes: list[set], carry: Carry) -> bool:
+    """`_decided_round`, with the refusals it makes named as in the program the fix
+    started from (`state["renames"]`: per method, every applied round's renames), so that
+    they name the findings that program has."""
+    marks = [len(o.skipped) for o in outcomes]
+    renames = [list(chain) for chain in state["renames"]]  # the numbering this round decides in
+    try:
+        return _decided_round(state, linter, unsafe_fixes, outcomes, excludes, carry)
+    finally:
+        for outcome, mark, chain in zip(outcomes, marks, renames):
+            if chain and len(outcome.skipped) > mark:
+                outcome.skipped[mark:] = [_named_back(s, chain) for s in outcome.skipped[mark:]]
+
+
+def _named_back(skipped: Skipped, chain: list[dict[str, str]]) -> Skipped:
+    nodes = skipped.nodes
+    for renames in reversed(chain):
+        nodes = tuple(renames.get(n, n) for n in nodes)
+    return Skipped(skipped.code, skipped.name, skipped.method, nodes, skipped.reason, skipped.unsafe)
+
+
+def _decided_round(state: dict, linter: _Linter, unsafe_fixes: bool, outcomes: list[MethodOutcome],
+                   excludes: list[set], carry: Carry) -> bool:
     """One round over every method: plan and decide each, patch them all into the bytes,
     read the result back once and verify each method on it; a method that fails keeps its
     old instructions. True when something was applied."""
@@ -370,6 +392,7 @@ def _round(state: dict, linter: _Linter, unsafe_fixes: bool, outcomes: list[Meth
             continue
         for i, (_, plans) in decided.items():
             carry.advance(i, view.methods[i], fixed.view.methods[i], plans, renamed[i])
+            state["renames"][i].append(renamed[i])
             outcomes[i].applied.extend(plans)
             outcomes[i].after = fixed.view.methods[i]
             # names of what was skipped so far now refer to the renumbered instructions
@@ -410,31 +433,33 @@ def fix_pte_loaded(loaded: Any, rules: Sequence[Rule], *, unsafe_fixes: bool = F
     then) may be possible once other copies are gone."""
     linter = _Linter(rules, loaded.view, decisions_only)
     carry = Carry()  # refusals a pass need not decide again (kept in the numbering of `last`)
-    result, last = _fix_pass(loaded, linter, unsafe_fixes, carry)
+    renames: list[list[dict[str, str]]] = [[] for _ in loaded.view.methods]  # per applied round
+    result, last = _fix_pass(loaded, linter, unsafe_fixes, carry, renames)
     for _ in range(MAX_ROUNDS):
         if not result.changed:
             break
         # `last` is `result.program` as load_pte_bytes read it back after the last patch
-        again, last = _fix_pass(last, linter, unsafe_fixes, carry)
+        again, last = _fix_pass(last, linter, unsafe_fixes, carry, renames)
         if not again.changed:
             break
         for first, then in zip(result.methods, again.methods):
             first.applied.extend(then.applied)
-            first.skipped = then.skipped
+            first.skipped = then.skipped  # named as in `loaded` too (`_round`)
             first.after = then.after
             first.remaining = then.remaining
         result.program, result.remaining = again.program, again.remaining
     return result
 
 
-def _fix_pass(loaded: Any, linter: _Linter, unsafe_fixes: bool, carry: Carry) -> tuple[FixResult, Any]:
+def _fix_pass(loaded: Any, linter: _Linter, unsafe_fixes: bool, carry: Carry,
+              renames: list[list[dict[str, str]]]) -> tuple[FixResult, Any]:
     """One pass over every method; returns the result and the program it leaves, loaded."""
     native: PteNative = loaded.native
     if not isinstance(native, PteNative):
         raise FixError(f"{loaded.view.input}: not a .pte program")
     view: ProgramView = loaded.view
     result = FixResult(view.input, native.data)
-    state = {"data": native.data, "loaded": loaded}
+    state = {"data": native.data, "loaded": loaded, "renames": renames}
     outcomes = []
     for i, method in enumerate(view.methods):
         findings = linter.findings(view, method)
