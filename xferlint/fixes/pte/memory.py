@@ -264,8 +264,13 @@ class MemoryCheck:
 
     def _touches(self, family: set[str], delta: Delta) -> bool:
         """Whether `delta` changes the region of a value with this family other than by
-        adding readers of it."""
-        touched = self._touched(delta)
+        adding readers of it. With nothing accepted (the kept region is the original one),
+        removing a node that only reads the family does not count: the region only loses
+        what that read kept live, where every conflict is one the original program has
+        (they do not count), and which leads nowhere else (a node live there has its
+        predecessors live too, up to a write of the value); so growing the original region
+        by the new readers finds what computing it afresh finds, in the same order."""
+        touched = self._touched(delta, reads=not self._pristine())
         return touched is None or not touched.isdisjoint(family)
 
     def _new_readers(self, region: _Region, delta: Delta) -> list[int]:
@@ -305,14 +310,16 @@ class MemoryCheck:
         trial = _Region(cached.family, _Layer(cached.live), _Layer(cached.readers))
         return trial, self._grow(value, trial, self._new_readers(cached, delta), delta, before)
 
-    def _touched(self, delta: Delta) -> Optional[set[str]]:
-        """Values whose regions `delta` changes otherwise than by new readers (None: any)."""
+    def _touched(self, delta: Delta, reads: bool = True) -> Optional[set[str]]:
+        """Values whose regions `delta` changes otherwise than by new readers (None: any);
+        `reads=False`: leave out what removed nodes only read (see `_touches`)."""
         touched: set[str] = set()
         for i in delta.removed:
             node = self.nodes[i]
             if node.kind == OpKind.ALIAS:
                 return None
-            touched.update(node.inputs)
+            if reads:
+                touched.update(node.inputs)
             touched.update(node.outputs)
         for i, swap in delta.rewires.items():
             if self.nodes[i].kind == OpKind.ALIAS:
