@@ -329,33 +329,29 @@ def _patch_all(native: PteNative, view: ProgramView, decided: dict[int, tuple[An
     return patcher.data()
 
 
+def _named_back(outcomes: list[MethodOutcome], marks: list[int], renames: list[list[dict[str, str]]],
+                lengths: list[int]) -> None:
+    """Name the refusals each method got since `marks` as in the program the fix started
+    from: they were decided on the program its first `lengths` applied rounds left, and
+    `renames` are those rounds' renames (new name -> old), per method."""
+    for outcome, mark, chain, length in zip(outcomes, marks, renames, lengths):
+        if not length or len(outcome.skipped) == mark:
+            continue
+        steps = chain[length - 1::-1]
+        for k in range(mark, len(outcome.skipped)):
+            s = outcome.skipped[k]
+            nodes = s.nodes
+            for step in steps:
+                nodes = tuple(step.get(n, n) for n in nodes)
+            outcome.skipped[k] = Skipped(s.code, s.name, s.method, nodes, s.reason, s.unsafe)
+
+
 def _round(state: dict, linter: _Linter, unsafe_fixes: bool, outcomes: list[MethodOutcome],
            excludes: list[set], carry: Carry) -> bool:
-    """`_decided_round`, with the refusals it makes named as in the program the fix
-    started from (`state["renames"]`: per method, every applied round's renames), so that
-    they name the findings that program has."""
-    marks = [len(o.skipped) for o in outcomes]
-    renames = [list(chain) for chain in state["renames"]]  # the numbering this round decides in
-    try:
-        return _decided_round(state, linter, unsafe_fixes, outcomes, excludes, carry)
-    finally:
-        for outcome, mark, chain in zip(outcomes, marks, renames):
-            if chain and len(outcome.skipped) > mark:
-                outcome.skipped[mark:] = [_named_back(s, chain) for s in outcome.skipped[mark:]]
-
-
-def _named_back(skipped: Skipped, chain: list[dict[str, str]]) -> Skipped:
-    nodes = skipped.nodes
-    for renames in reversed(chain):
-        nodes = tuple(renames.get(n, n) for n in nodes)
-    return Skipped(skipped.code, skipped.name, skipped.method, nodes, skipped.reason, skipped.unsafe)
-
-
-def _decided_round(state: dict, linter: _Linter, unsafe_fixes: bool, outcomes: list[MethodOutcome],
-                   excludes: list[set], carry: Carry) -> bool:
     """One round over every method: plan and decide each, patch them all into the bytes,
     read the result back once and verify each method on it; a method that fails keeps its
-    old instructions. True when something was applied."""
+    old instructions. True when something was applied (its renames are appended to
+    `state["renames"]`)."""
     loaded = state["loaded"]
     view: ProgramView = loaded.view
     native: PteNative = loaded.native
@@ -444,7 +440,7 @@ def fix_pte_loaded(loaded: Any, rules: Sequence[Rule], *, unsafe_fixes: bool = F
             break
         for first, then in zip(result.methods, again.methods):
             first.applied.extend(then.applied)
-            first.skipped = then.skipped  # named as in `loaded` too (`_round`)
+            first.skipped = then.skipped  # named as in `loaded` too (`_named_back`)
             first.after = then.after
             first.remaining = then.remaining
         result.program, result.remaining = again.program, again.remaining
@@ -459,14 +455,20 @@ def _fix_pass(loaded: Any, linter: _Linter, unsafe_fixes: bool, carry: Carry,
         raise FixError(f"{loaded.view.input}: not a .pte program")
     view: ProgramView = loaded.view
     result = FixResult(view.input, native.data)
-    state = {"data": native.data, "loaded": loaded, "renames": renames}
+    state = {"data": native.data, "loaded": loaded, "renames": renames}  # _round appends to renames
     outcomes = []
     for i, method in enumerate(view.methods):
         findings = linter.findings(view, method)
         outcomes.append(MethodOutcome(method=method.name, before=method, after=method, findings=findings))
     excludes: list[set] = [set() for _ in view.methods]
-    for _ in range(MAX_ROUNDS):
-        if not _round(state, linter, unsafe_fixes, outcomes, excludes, carry):
+    for number in range(MAX_ROUNDS):
+        marks, lengths = [len(o.skipped) for o in outcomes], [len(chain) for chain in renames]
+        applied = _round(state, linter, unsafe_fixes, outcomes, excludes, carry)
+        # what a later pass refuses is kept only if it applies something (`fix_pte_loaded`);
+        # the first pass's first round has nothing to rename
+        if applied or number:
+            _named_back(outcomes, marks, renames, lengths)
+        if not applied:
             break
     final: ProgramView = state["loaded"].view
     result.program = state["data"]
