@@ -32,7 +32,8 @@ from xferlint.fixes.planners import PLANNERS
 from xferlint.fixes.result import FixResult
 from xferlint.frontends.pte.view import PteNative, kernel_io, load_pte_bytes
 from xferlint.frontends.pte import program as pp
-from xferlint.fixes.pte.memory import Delta, MemoryCheck, describe
+from xferlint.fixes.pte.carry import Carry, refusal
+from xferlint.fixes.pte.memory import Conflict, Delta, MemoryCheck, describe
 from xferlint.fixes.pte.patch import Patcher
 from xferlint.rules._lint import lint_method
 from xferlint.rules.base import Rule, RuleContext
@@ -202,10 +203,24 @@ def _skip(outcome: MethodOutcome, exclude: set, plans: Sequence[FixPlan], reason
         exclude.add(plan.key)
 
 
+def _memory_refusal(method: MethodView, conflict: Conflict) -> str:
+    return f"the memory plan would break: {describe(method, conflict)}; {ENTRY_POINT_ROUTE}"
+
+
+def _keep(carry: Carry, index: int, method: MethodView, plan: FixPlan, conflict: Conflict, regions: list,
+          delta: Delta) -> None:
+    """Keep the proof of a refusal decided with nothing accepted, for the next pass."""
+    proof = refusal(method, plan, conflict, regions, [*delta.removed, *delta.rewires])
+    if proof is not None:
+        carry.keep(index, plan.key, proof)
+
+
 def _decide(view: ProgramView, index: int, native: PteNative, linter: _Linter, unsafe_fixes: bool,
-            outcome: MethodOutcome, exclude: set) -> Optional[tuple[Any, list[FixPlan]]]:
+            outcome: MethodOutcome, exclude: set, carry: Carry) -> Optional[tuple[Any, list[FixPlan]]]:
     """Plan one round on one method and keep the plans the memory plan allows; returns
-    (planning, resolved plans to apply), or None when nothing is left to apply."""
+    (planning, resolved plans to apply), or None when nothing is left to apply. `carry`:
+    the refusals of earlier rounds and passes proved unchanged (`xferlint.fixes.pte.carry`),
+    and those of this round are added to it."""
     method = view.methods[index]
     # unresolved: only the accepted plans are resolved (`_patchable` says why that is the same)
     planning = plan_method(view, method, linter.rules, unsafe_fixes, exclude=exclude, lint=linter, resolved=False)
@@ -223,14 +238,22 @@ def _decide(view: ProgramView, index: int, native: PteNative, linter: _Linter, u
     memory = MemoryCheck(method, planning.facts)
     patchable = _Patchable(method, planning, native)
     for j, selected in enumerate(planning.selected):
+        # nothing accepted yet: a refusal a pass before proved unchanged is carried over
+        carried = carry.conflict(index, method, selected) if not accepted else None
+        if carried is not None:
+            _skip(outcome, exclude, [selected], _memory_refusal(method, carried))
+            continue
         problem = patchable.problem(j)
         if problem is None:
             step = closure.trial(selected)
             delta = _delta(method, selected, step.removed)
             extended = [r.new for r in selected.rewires]
-            found = memory.trial(delta, extended)
+            regions = [] if not accepted and patchable.alone else None  # what a proof needs
+            found = memory.trial(delta, extended, regions)
             if found is not None:
-                problem = f"the memory plan would break: {describe(method, found)}; {ENTRY_POINT_ROUTE}"
+                problem = _memory_refusal(method, found)
+                if regions is not None:
+                    _keep(carry, index, method, selected, found, regions, delta)
         if problem is not None:
             _skip(outcome, exclude, [selected], problem)  # a Skipped names the finding: resolved or not
             continue
@@ -250,17 +273,19 @@ class _Patchable:
     answer is the same; only otherwise are all the selected plans resolved, together, as
     `plan_method` would."""
 
-    __slots__ = ("method", "planning", "native", "resolved")
+    __slots__ = ("method", "planning", "native", "resolved", "alone")
 
     def __init__(self, method: MethodView, planning: Any, native: PteNative) -> None:
         self.method, self.planning, self.native = method, planning, native
         self.resolved: Optional[list[FixPlan]] = None
+        self.alone = True  # the last answer read only that plan's nodes (not every plan's)
 
     def problem(self, j: int) -> Optional[str]:
         plan = self.planning.selected[j]
         everything = plan.removes + plan.removes_if_dead
         problem = _patch_problem(self.method, plan, self.native, everything)
-        if problem is None or not plan.removes_if_dead:
+        self.alone = problem is None or not plan.removes_if_dead
+        if self.alone:
             return problem
         if self.resolved is None:
             self.resolved = self.planning.resolve(self.planning.selected)
@@ -304,17 +329,35 @@ def _patch_all(native: PteNative, view: ProgramView, decided: dict[int, tuple[An
     return patcher.data()
 
 
+def _named_back(outcomes: list[MethodOutcome], marks: list[int], renames: list[list[dict[str, str]]],
+                lengths: list[int]) -> None:
+    """Name the refusals each method got since `marks` as in the program the fix started
+    from: they were decided on the program its first `lengths` applied rounds left, and
+    `renames` are those rounds' renames (new name -> old), per method."""
+    for outcome, mark, chain, length in zip(outcomes, marks, renames, lengths):
+        if not length or len(outcome.skipped) == mark:
+            continue
+        steps = chain[length - 1::-1]
+        for k in range(mark, len(outcome.skipped)):
+            s = outcome.skipped[k]
+            nodes = s.nodes
+            for step in steps:
+                nodes = tuple(step.get(n, n) for n in nodes)
+            outcome.skipped[k] = Skipped(s.code, s.name, s.method, nodes, s.reason, s.unsafe)
+
+
 def _round(state: dict, linter: _Linter, unsafe_fixes: bool, outcomes: list[MethodOutcome],
-           excludes: list[set]) -> bool:
+           excludes: list[set], carry: Carry) -> bool:
     """One round over every method: plan and decide each, patch them all into the bytes,
     read the result back once and verify each method on it; a method that fails keeps its
-    old instructions. True when something was applied."""
+    old instructions. True when something was applied (its renames are appended to
+    `state["renames"]`)."""
     loaded = state["loaded"]
     view: ProgramView = loaded.view
     native: PteNative = loaded.native
     decided: dict[int, tuple[Any, list[FixPlan]]] = {}
     for i, outcome in enumerate(outcomes):
-        got = _decide(view, i, native, linter, unsafe_fixes, outcome, excludes[i])
+        got = _decide(view, i, native, linter, unsafe_fixes, outcome, excludes[i], carry)
         if got is not None:
             decided[i] = got
     while decided:
@@ -344,6 +387,8 @@ def _round(state: dict, linter: _Linter, unsafe_fixes: bool, outcomes: list[Meth
                 _skip(outcomes[i], excludes[i], decided.pop(i)[1], problem)
             continue
         for i, (_, plans) in decided.items():
+            carry.advance(i, view.methods[i], fixed.view.methods[i], plans, renamed[i])
+            state["renames"][i].append(renamed[i])
             outcomes[i].applied.extend(plans)
             outcomes[i].after = fixed.view.methods[i]
             # names of what was skipped so far now refer to the renumbered instructions
@@ -383,38 +428,47 @@ def fix_pte_loaded(loaded: Any, rules: Sequence[Rule], *, unsafe_fixes: bool = F
     output again is a no-op: a fix refused in one pass (the memory plan did not allow it
     then) may be possible once other copies are gone."""
     linter = _Linter(rules, loaded.view, decisions_only)
-    result, last = _fix_pass(loaded, linter, unsafe_fixes)
+    carry = Carry()  # refusals a pass need not decide again (kept in the numbering of `last`)
+    renames: list[list[dict[str, str]]] = [[] for _ in loaded.view.methods]  # per applied round
+    result, last = _fix_pass(loaded, linter, unsafe_fixes, carry, renames)
     for _ in range(MAX_ROUNDS):
         if not result.changed:
             break
         # `last` is `result.program` as load_pte_bytes read it back after the last patch
-        again, last = _fix_pass(last, linter, unsafe_fixes)
+        again, last = _fix_pass(last, linter, unsafe_fixes, carry, renames)
         if not again.changed:
             break
         for first, then in zip(result.methods, again.methods):
             first.applied.extend(then.applied)
-            first.skipped = then.skipped
+            first.skipped = then.skipped  # named as in `loaded` too (`_named_back`)
             first.after = then.after
             first.remaining = then.remaining
         result.program, result.remaining = again.program, again.remaining
     return result
 
 
-def _fix_pass(loaded: Any, linter: _Linter, unsafe_fixes: bool) -> tuple[FixResult, Any]:
+def _fix_pass(loaded: Any, linter: _Linter, unsafe_fixes: bool, carry: Carry,
+              renames: list[list[dict[str, str]]]) -> tuple[FixResult, Any]:
     """One pass over every method; returns the result and the program it leaves, loaded."""
     native: PteNative = loaded.native
     if not isinstance(native, PteNative):
         raise FixError(f"{loaded.view.input}: not a .pte program")
     view: ProgramView = loaded.view
     result = FixResult(view.input, native.data)
-    state = {"data": native.data, "loaded": loaded}
+    state = {"data": native.data, "loaded": loaded, "renames": renames}  # _round appends to renames
     outcomes = []
     for i, method in enumerate(view.methods):
         findings = linter.findings(view, method)
         outcomes.append(MethodOutcome(method=method.name, before=method, after=method, findings=findings))
     excludes: list[set] = [set() for _ in view.methods]
-    for _ in range(MAX_ROUNDS):
-        if not _round(state, linter, unsafe_fixes, outcomes, excludes):
+    for number in range(MAX_ROUNDS):
+        marks, lengths = [len(o.skipped) for o in outcomes], [len(chain) for chain in renames]
+        applied = _round(state, linter, unsafe_fixes, outcomes, excludes, carry)
+        # what a later pass refuses is kept only if it applies something (`fix_pte_loaded`);
+        # the first pass's first round has nothing to rename
+        if applied or number:
+            _named_back(outcomes, marks, renames, lengths)
+        if not applied:
             break
     final: ProgramView = state["loaded"].view
     result.program = state["data"]

@@ -285,8 +285,13 @@ class MemoryCheck:
 
     def _touches(self, family: set[str], delta: Delta) -> bool:
         """Whether `delta` changes the region of a value with this family other than by
-        adding readers of it."""
-        touched = self._touched(delta)
+        adding readers of it. With nothing accepted (the kept region is the original one),
+        removing a node that only reads the family does not count: the region only loses
+        what that read kept live, where every conflict is one the original program has
+        (they do not count), and which leads nowhere else (a node live there has its
+        predecessors live too, up to a write of the value); so growing the original region
+        by the new readers finds what computing it afresh finds, in the same order."""
+        touched = self._touched(delta, reads=not self._pristine())
         return touched is None or not touched.isdisjoint(family)
 
     def _new_readers(self, region: _Region, delta: Delta) -> list[int]:
@@ -295,39 +300,47 @@ class MemoryCheck:
                       and any(new in region.family for new in swap.values()))
 
     # -- the questions ----------------------------------------------------------------------
-    def trial(self, delta: Delta, values: Iterable[str]) -> Optional[Conflict]:
+    def trial(self, delta: Delta, values: Iterable[str], regions: Optional[list] = None) -> Optional[Conflict]:
         """A conflict the accepted edits plus `delta` would introduce for `values` (the
-        first one found), or None: the memory plan stays valid."""
+        first one found), or None: the memory plan stays valid. `regions`: a list to add
+        the live regions the answer read to (for each value asked: its original region,
+        None when none is kept, and the trial's), what `xferlint.fixes.pte.carry` proves
+        a refusal unchanged by."""
         for value in dict.fromkeys(values):
             if not self._planned(value):
                 continue
             before = self._original(value)
             cached = self._kept(value)
             if cached is None or self._touches(cached.family, delta):
-                _, hit = self._region(value, delta, before)
+                region, hit = self._region(value, delta, before)
             else:
+                region = cached
                 hit = next(((i, o, r) for i, o, r in cached.found
                             if (i, o) not in before and not self._gone(i, delta)), None)
                 if hit is None:
-                    hit = self._extend(value, cached, delta, before)
+                    region, hit = self._extend(value, cached, delta, before)
+            if regions is not None:
+                regions.extend((self._first.get(value), region))
             if hit is not None:
                 i, other, reader = hit
                 return Conflict(value=value, writer=self.nodes[i], other=other, reader=self.nodes[reader])
         return None
 
-    def _extend(self, value: str, cached: _Region, delta: Delta, before: set) -> Optional[tuple]:
+    def _extend(self, value: str, cached: _Region, delta: Delta, before: set) -> tuple[_Region, Optional[tuple]]:
         """Grow a layer over the kept region by `delta`'s new readers (the layer is dropped)."""
         trial = _Region(cached.family, _Layer(cached.live), _Layer(cached.readers))
-        return self._grow(value, trial, self._new_readers(cached, delta), delta, before)
+        return trial, self._grow(value, trial, self._new_readers(cached, delta), delta, before)
 
-    def _touched(self, delta: Delta) -> Optional[set[str]]:
-        """Values whose regions `delta` changes otherwise than by new readers (None: any)."""
+    def _touched(self, delta: Delta, reads: bool = True) -> Optional[set[str]]:
+        """Values whose regions `delta` changes otherwise than by new readers (None: any);
+        `reads=False`: leave out what removed nodes only read (see `_touches`)."""
         touched: set[str] = set()
         for i in delta.removed:
             node = self.nodes[i]
             if node.kind == OpKind.ALIAS:
                 return None
-            touched.update(node.inputs)
+            if reads:
+                touched.update(node.inputs)
             touched.update(node.outputs)
         for i, swap in delta.rewires.items():
             if self.nodes[i].kind == OpKind.ALIAS:
