@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import random
 import struct
-from typing import Optional
+from typing import Iterator, Optional
 
 from xferlint.pipeline import analyze
 from xferlint.errors import XferlintError
@@ -72,6 +72,20 @@ def mutate(data: bytes, rnd: random.Random) -> bytes:
 
 
 _RULES = None
+
+
+# Lowered programs with fixes to apply, and a seed whose case 382 needs a second fix pass
+# (XF004's fixes make room in the memory plan for a third).
+FIXABLE_SOURCES = ("addsin-rewired", "addsin-noelide-naive", "cond-after-dead-copy", "mixed-noelide-naive",
+                   "shared-input-naive", "mixed-rewired")
+
+
+def fixable_mutants(pte_bytes, cases: int = 400, seed: int = 3) -> Iterator[tuple[int, bytes]]:
+    """(case, mutated bytes) of the fixable programs, round robin, reproducibly."""
+    sources = [pte_bytes(n) for n in FIXABLE_SOURCES]
+    rnd = random.Random(seed)
+    for case in range(cases):
+        yield case, mutate(sources[case % len(sources)], rnd)
 
 
 def lint_bytes(data: bytes, label: str = "fuzz.pte") -> Optional[str]:

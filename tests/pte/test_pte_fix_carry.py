@@ -5,11 +5,9 @@ refusal whose conflict the first pass removed is decided again, and accepted."""
 
 from __future__ import annotations
 
-import random
-
 import pytest
 
-from pte_fuzz import mutate
+from pte_fuzz import fixable_mutants
 from xferlint.errors import XferlintError
 from xferlint.fixes.pte import carry as carry_module
 from xferlint.fixes.pte import fix as fix_module
@@ -140,12 +138,8 @@ def test_carrying_decides_what_deciding_again_does_on_lowered_programs(monkeypat
 
 def test_carrying_decides_what_deciding_again_does_on_fuzzed_programs(monkeypatch, pte_bytes):
     """Mutated fixable programs (the fuzz test's seed, whose case 382 needs a second pass)."""
-    sources = [pte_bytes(n) for n in ("addsin-rewired", "addsin-noelide-naive", "cond-after-dead-copy",
-                                      "mixed-noelide-naive", "shared-input-naive", "mixed-rewired")]
-    rnd = random.Random(3)
     compared = 0
-    for case in range(400):
-        data = mutate(sources[case % len(sources)], rnd)
+    for case, data in fixable_mutants(pte_bytes):
         try:
             fast, slow = _both(monkeypatch, data)
         except XferlintError:

@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from pte_fuzz import lint_bytes, mutate
+from pte_fuzz import fixable_mutants, lint_bytes, mutate
 from xferlint.frontends.pte.schema import generated
 
 FUZZ_CASES = 2500
@@ -180,12 +180,8 @@ def test_fixing_fuzzed_programs_never_crashes(pte_bytes):
     from xferlint.selection import select_rules
 
     rules = select_rules()
-    sources = [pte_bytes(n) for n in ("addsin-rewired", "addsin-noelide-naive", "cond-after-dead-copy",
-                                      "mixed-noelide-naive", "shared-input-naive", "mixed-rewired")]
-    rnd = random.Random(3)
     changed = 0
-    for case in range(400):
-        data = mutate(sources[case % len(sources)], rnd)
+    for case, data in fixable_mutants(pte_bytes):
         try:
             result = fix_pte_bytes(data, rules, label="fuzz.pte")
         except XferlintError as exc:

@@ -194,6 +194,15 @@ _NODE_FIELDS = ("index", "name", "kind", "target", "inputs", "outputs", "device"
 _NODE_WHOLE = _NODE.direct and tuple(_NODE.template) == _NODE_FIELDS
 
 
+def _node_of(state: dict) -> Node:
+    """A Node with these fields (every field of Node, in its declaration order)."""
+    if _NODE_WHOLE:
+        node = _new(Node)
+        node.__dict__.update(state)
+        return node
+    return _NODE.of(state)
+
+
 _flatten = _chain.from_iterable
 _ARGS = attrgetter("args")
 _OUTPUTS = attrgetter("outputs")
@@ -346,11 +355,7 @@ class _MethodBuilder:
         state = {"index": len(self.nodes), "name": name, "kind": kind, "target": target, "inputs": inputs,
                  "outputs": outputs, "device": device, "location": location, "delegate": delegate, "scope": scope,
                  "mutates": mutates}
-        if _NODE_WHOLE:
-            node = _new(Node)
-            node.__dict__.update(state)
-        else:
-            node = _NODE.of(state)
+        node = _node_of(state)
         self.nodes.append(node)
         return node
 
@@ -360,15 +365,9 @@ class _MethodBuilder:
         nodes, ids, kind = self.nodes, self.ids, OpKind.INPUT
         for k, i in enumerate(self.plan.inputs):
             vid = ids[i]
-            state = {"index": len(nodes), "name": f"input {k} ({vid})", "kind": kind, "target": "input",
-                     "inputs": (), "outputs": (vid,), "device": None, "location": None, "delegate": None,
-                     "scope": "", "mutates": False}
-            if _NODE_WHOLE:
-                node = _new(Node)
-                node.__dict__.update(state)
-            else:
-                node = _NODE.of(state)
-            nodes.append(node)
+            nodes.append(_node_of({"index": len(nodes), "name": f"input {k} ({vid})", "kind": kind,
+                                   "target": "input", "inputs": (), "outputs": (vid,), "device": None,
+                                   "location": None, "delegate": None, "scope": "", "mutates": False}))
 
     def build(self) -> tuple[MethodView, PteMethodMap]:
         plan = self.plan
@@ -447,16 +446,11 @@ class _MethodBuilder:
             mutates = kind is compute and any(map(operands.__contains__, results))
             if lists and not lists.isdisjoint(operands):
                 operands = _expand_lists(plan, operands)
-            state = {"index": len(nodes), "name": f"{head}{k} ({label})", "kind": kind, "target": target,
-                     "inputs": tuple(map(name_of, operands)), "outputs": tuple(map(name_of, results)),
-                     "device": h2d(results) if kind is copy_in else None, "location": location,
-                     "delegate": None, "scope": scopes[k], "mutates": mutates}
-            if _NODE_WHOLE:
-                node = _new(Node)
-                node.__dict__.update(state)
-            else:
-                node = _NODE.of(state)
-            nodes.append(node)
+            nodes.append(_node_of({"index": len(nodes), "name": f"{head}{k} ({label})", "kind": kind,
+                                   "target": target, "inputs": tuple(map(name_of, operands)),
+                                   "outputs": tuple(map(name_of, results)),
+                                   "device": h2d(results) if kind is copy_in else None, "location": location,
+                                   "delegate": None, "scope": scopes[k], "mutates": mutates}))
 
     # The other kinds, one each: (instruction, its position in the chain, its node name's
     # prefix, location, scope) -> the node, appended.
