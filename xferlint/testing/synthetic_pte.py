@@ -225,8 +225,7 @@ def loops(count: int, trips: int = 3) -> bytes:
     for _ in range(count):
         counter, done = b.int_(0), b.bool_(False)
         start = len(b.instructions)
-        (y,) = b.delegate([b.h2d(x)])
-        on_host = b.host(b.d2h(y))
+        on_host = _through_host(b, x)
         (z,) = b.delegate([b.h2d(on_host)])
         out = b.d2h(z)
         b.kernel("executorch_prim::add", "Scalar", [counter, one, counter])
@@ -235,6 +234,13 @@ def loops(count: int, trips: int = 3) -> bytes:
         x = out
     b.outputs.append(x)
     return serialize([b.plan()])
+
+
+def _through_host(b: PlanBuilder, x: int) -> int:
+    """x copied to cuda:0, a delegate, its result copied back and a host op on it (XF005's
+    split); returns the host op's result."""
+    (y,) = b.delegate([b.h2d(x)])
+    return b.host(b.d2h(y))
 
 
 def _loop_control(b: PlanBuilder, destination: int) -> None:
@@ -252,8 +258,7 @@ def nested_loops(count: int) -> bytes:
     heads = []
     for _ in range(count):
         heads.append(len(b.instructions))
-        (y,) = b.delegate([b.h2d(x)])
-        x = b.host(b.d2h(y))
+        x = _through_host(b, x)
     for head in reversed(heads):  # the innermost loop closes first
         _loop_control(b, head)
     b.outputs.append(x)
@@ -265,8 +270,7 @@ def jumps_to_one_head(count: int) -> bytes:
     b = PlanBuilder()
     x = b.input()
     for _ in range(count):
-        (y,) = b.delegate([b.h2d(x)])
-        x = b.host(b.d2h(y))
+        x = _through_host(b, x)
         _loop_control(b, 0)
     b.outputs.append(x)
     return serialize([b.plan()])
