@@ -308,7 +308,8 @@ def cmd_check(args: argparse.Namespace) -> int:
                       timelines=draws, jobs=settings.jobs, timeout=settings.timeout,
                       quiet=bool(getattr(args, "quiet", False) or getattr(args, "silent", False)),
                       fix=FixOptions(unsafe_fixes=settings.unsafe_fixes) if args.diff else None,
-                      project_root=root)
+                      project_root=root,
+                      settle=_settle_options(args, settings))
     noqa_commands.print_notes(run)
     apply_per_file_ignores(run, settings.per_file_ignores, settings.extend_per_file_ignores)
     tried = settle_fixability(run, rules, unsafe_fixes=settings.unsafe_fixes, strict=settings.strict,
@@ -344,6 +345,17 @@ def cmd_check(args: argparse.Namespace) -> int:
     if report.findings and not settings.exit_zero:
         return EXIT_FINDINGS
     return EXIT_CLEAN
+
+
+def _settle_options(args: argparse.Namespace, settings):
+    """A plain check settles fixability where it checks each program file (in workers);
+    --fix/--diff need the programs here, a baseline or --add-noqa their methods."""
+    from xferlint.workers import SettleOptions
+
+    if args.diff or args.fix or args.baseline or args.write_baseline or args.add_noqa:
+        return None
+    return SettleOptions(unsafe_fixes=settings.unsafe_fixes,
+                         ignores=(settings.per_file_ignores, settings.extend_per_file_ignores))
 
 
 def _baseline(run, args):

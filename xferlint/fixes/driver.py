@@ -131,8 +131,8 @@ def _refused(loaded: LoadedProgram, mine: list[Finding], rules: Sequence[Rule], 
     """Finding key -> why its fix is refused, for one program whose findings are `mine`;
     its FixResult goes into `tried` when `keep`."""
     view = loaded.view
-    if not any(f.fixable for f in mine):
-        return {}
+    if not any(f.fixable for f in mine) or (isinstance(loaded.native, Detached) and loaded.native.settled):
+        return {}  # nothing to decide, or decided already where a worker checked it
     from xferlint.fixes.plan import finding_key
     from xferlint.rules._lint import remember
 

@@ -29,11 +29,13 @@ class LoadedProgram:
 class Detached:
     """The `native` of a program that was loaded in a worker process and stayed there
     (xferlint/workers): rules and reporters need only the view; a fix the worker tried
-    comes back as `fix` (a FixResult without its program) or `fix_error` (why not)."""
+    comes back as `fix` (a FixResult without its program) or `fix_error` (why not);
+    `settled`: the worker also decided which of its findings are fixable (a program file)."""
 
     fix: Any = None
     fix_error: Optional[str] = None
     classes: frozenset = frozenset()  # the class names of the native program's type and bases
+    settled: bool = False
 
     @staticmethod
     def class_names(native: Any) -> frozenset:

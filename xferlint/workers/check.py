@@ -32,6 +32,7 @@ from xferlint.pipeline import CheckRun, check_entry, collector_paused, comment_f
 from xferlint.progress import Progress
 from xferlint.rules.base import Rule
 from xferlint.suppression_record import Record
+from xferlint.workers.files import SettleOptions, chunks, run_task, warm_fix_trial
 
 if TYPE_CHECKING:
     from xferlint.workers.payloads import Partial
@@ -73,10 +74,13 @@ def preload(extra: Sequence[str] = ()) -> None:
 def check_paths(paths: Iterable[str], rules: Sequence[Rule], *, strict: bool = False,
                 source_map: Optional[dict] = None, discovery: Optional[Discovery] = None, timelines: bool = False,
                 jobs: Optional[int] = None, timeout: Optional[float] = None, quiet: bool = False,
-                fix: Optional[FixOptions] = None, project_root: Optional[str] = None) -> CheckRun:
+                fix: Optional[FixOptions] = None, project_root: Optional[str] = None,
+                settle: Optional[SettleOptions] = None) -> CheckRun:
     """pipeline.check_paths with every Python entry point in a worker, `jobs` at a time,
     each within `timeout` seconds; progress on stderr when it is a terminal (not `quiet`).
-    Each input keeps its own suppression record, merged in input order."""
+    With `settle` (a plain check), program files too are checked in `jobs` workers and
+    their fixability settled there (xferlint.workers.files). Each input keeps its own
+    suppression record, merged in input order."""
     template = new_record(rules, project_root)
     slots: list[Union[InputErrorEntry, EntryPoint]] = []
     for spec in paths:
@@ -88,7 +92,16 @@ def check_paths(paths: Iterable[str], rules: Sequence[Rule], *, strict: bool = F
     remote = [i for i, s in enumerate(slots) if isinstance(s, EntryPoint) and not s.is_program_file]
     with Progress(len(slots), quiet=quiet) as progress:
         here = [(i, s) for i, s in enumerate(slots) if isinstance(s, EntryPoint) and s.is_program_file]
+        runs = chunks(here[1:], jobs or default_jobs()) if settle is not None else None
         with collector_paused():  # program files run no user code: the run's heap only grows
+            if runs is not None:
+                # the first file here warms what every child would otherwise load on its own
+                # (lazy imports, the decoder's self-check, compiled table readers)
+                parts[here[0][0]] = _part(timelines, template)
+                check_entry(parts[here[0][0]], here[0][1], rules, strict, source_map)
+                warm_fix_trial()
+                here = _program_files_in_workers(runs, parts, rules, strict, source_map, timelines, template, settle,
+                                                 progress)
             for done, (i, slot) in enumerate(here):
                 progress.update(done, [slot.label], action="checking")
                 parts[i] = _part(timelines, template)
@@ -137,17 +150,47 @@ def _absorb(run: CheckRun, part: CheckRun) -> None:
         run.timelines.extend(part.timelines)
 
 
-def _merged_part(entry: EntryPoint, outcome: Union[Done, Failed], timelines: bool, template: Record) -> CheckRun:
+def _program_files_in_workers(runs: list, parts: list, rules: Sequence[Rule], strict: bool,
+                              source_map: Optional[dict], timelines: bool, template: Record,
+                              settle: SettleOptions, progress: Progress) -> list:
+    """Check each run of program files in a worker (xferlint.workers.files) into `parts`;
+    returns the files of runs whose worker failed, for this process to check."""
+    from xferlint.workers.pool import Done, Task, run_tasks
+
+    def check(part: CheckRun, slot: EntryPoint) -> None:
+        check_entry(part, slot, rules, strict, source_map)
+
+    tasks = [Task(f"{run[0][1].label} (+{len(run) - 1} more)",
+                  run_task(run, check, lambda: _part(timelines, template), rules, strict, settle)) for run in runs]
+    total = sum(len(run) for run in runs)
+    outcomes = run_tasks(tasks, len(tasks), None,
+                         on_change=(lambda n, running: progress.update(n * total // len(runs), running,
+                                                                       action="checking"))
+                         if progress.enabled else None)
+    left = []
+    for run, outcome in zip(runs, outcomes):
+        if not isinstance(outcome, Done):
+            left.extend(run)
+            continue
+        for (i, slot), got in zip(run, outcome.payload):
+            parts[i] = _merged_part(slot, outcome, timelines, template, got=got, settled=True)
+    return left
+
+
+def _merged_part(entry: EntryPoint, outcome: Union[Done, Failed], timelines: bool, template: Record,
+                 got: Optional[Partial] = None, settled: bool = False) -> CheckRun:
+    """The part of one input a worker checked (`got`: its Partial when the outcome held
+    several); `settled`: its findings' fixability was decided there."""
     from xferlint.workers.pool import Failed
 
     part = _part(timelines, template)
     if isinstance(outcome, Failed):
         part.errors.append(InputErrorEntry(input=entry.label, message=outcome.message, kind="input"))
         return part
-    got: Partial = outcome.payload
+    got = got if got is not None else outcome.payload
     part.errors.extend(got.errors)
     for view, tried, classes in zip(got.views, got.fixes, got.classes):
-        native = Detached(fix=tried, classes=classes) if not isinstance(tried, str) else \
+        native = Detached(fix=tried, classes=classes, settled=settled) if not isinstance(tried, str) else \
             Detached(fix_error=tried, classes=classes)
         part.loaded.append(LoadedProgram(view=view, native=native))
     part.findings.extend(got.findings)
