@@ -92,8 +92,8 @@ _seconds = _number(float, "a number of seconds", lambda v: v > 0, "a timeout abo
 def _add_workers(parser: argparse.ArgumentParser, jobs: bool = True) -> None:
     if jobs:
         parser.add_argument("-j", "--jobs", type=_jobs, metavar="N",
-                            help="Entry points to run at once, each in its own worker process (default: the cores "
-                                 "available)")
+                            help="Worker processes at once: one per entry point, or per run of program files in "
+                                 "a plain check (default: the cores available)")
     parser.add_argument("--timeout", type=_seconds, metavar="SECONDS",
                         help="Give each entry point at most SECONDS to load and lint; one that takes longer is an "
                              "error (default: no limit)")

@@ -43,8 +43,8 @@ class Settings:
     exclude: Optional[list[str]] = described(
         "Glob patterns of files and directories directory discovery skips (replaces the defaults)", default=None)
     extend_exclude: list[str] = described("Patterns to skip on top of `exclude`", default_factory=list)
-    jobs: Optional[int] = described("Entry points run at once, each in its own worker process (default: the "
-                                    "cores available)", default=None)
+    jobs: Optional[int] = described("Worker processes at once: one per entry point, or per run of program "
+                                    "files in a plain check (default: the cores available)", default=None)
     timeout: Optional[float] = described("Seconds each entry point may take (default: no limit)", default=None)
     per_file_ignores: dict[str, list[str]] = described(
         "Glob pattern (relative to the config file's directory) -> rules ignored in the files it matches; "
