@@ -30,6 +30,10 @@ torch and ExecuTorch proper never (only its generated flatbuffer reader).
     .venv/bin/python benchmarks/bench_pte.py              # build (first run: minutes), measure
     .venv/bin/python benchmarks/bench_pte.py --quick      # smaller large.pte, 3 runs
     .venv/bin/python benchmarks/bench_pte.py --fuzz 200000  # a long fuzz campaign instead
+    .venv/bin/python benchmarks/bench_pte.py -j 1           # directories checked on one core
+
+A directory's files are spread over xferlint's worker processes (`-j`, default the cores
+available; xferlint/workers/files.py); the CPU column counts the workers' time too.
 """
 
 from __future__ import annotations
@@ -321,6 +325,9 @@ def main() -> None:
     parser.add_argument("--rebuild", action="store_true", help="lower the programs again")
     parser.add_argument("--fuzz", type=int, default=0, metavar="CASES", help="run a fuzz campaign instead")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--jobs", "-j", type=int, default=None,
+                        help="pass -j N to xferlint (default: its own, the cores available; -j 1 checks a "
+                             "directory's files one after another, more spreads them over worker processes)")
     parser.add_argument("--cases", default="large.pte,dir100/,dir1000/",
                         help="comma-separated subset of large.pte, dir100/, dir1000/")
     args = parser.parse_args()
@@ -349,7 +356,8 @@ def main() -> None:
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
                     "loadavg_before": os.getloadavg()},
-        "command": f"{XFERLINT} check PATH --format json (cwd {root}, pyproject.toml with [tool.xferlint])",
+        "command": f"{XFERLINT} check PATH --format json{f' -j {args.jobs}' if args.jobs else ''} "
+                   f"(cwd {root}, pyproject.toml with [tool.xferlint])",
         "large": stats_of(large),
         "imports": modules_imported("large.pte", root),
         "cases": {},
@@ -357,7 +365,8 @@ def main() -> None:
     for label, path, n in cases:
         print(f"  measuring {label} ({n} runs each) ...", file=sys.stderr, flush=True)
         et = [PYTHON, "-c", ET_ONE if path.endswith(".pte") else ET_DIR, path]
-        xf = [XFERLINT, "check", path, "--format", "json", "--exit-zero"]
+        xf = [XFERLINT, "check", path, "--format", "json", "--exit-zero"] + (
+            ["-j", str(args.jobs)] if args.jobs else [])
         results["cases"][label] = side_by_side(label, {"xferlint": xf, "executorch": et, "floor": floor}, n, root)
     results["in_process"] = in_process(large, runs)
     results["machine"]["loadavg_after"] = os.getloadavg()
