@@ -32,7 +32,7 @@ from xferlint.pipeline import CheckRun, check_entry, collector_paused, comment_f
 from xferlint.progress import Progress
 from xferlint.rules.base import Rule
 from xferlint.suppression_record import Record
-from xferlint.workers.files import SettleOptions, chunks, run_task, warm_fix_trial
+from xferlint.workers.files import SettleOptions, chunks, run_task, warm_up
 
 if TYPE_CHECKING:
     from xferlint.workers.payloads import Partial
@@ -92,14 +92,10 @@ def check_paths(paths: Iterable[str], rules: Sequence[Rule], *, strict: bool = F
     remote = [i for i, s in enumerate(slots) if isinstance(s, EntryPoint) and not s.is_program_file]
     with Progress(len(slots), quiet=quiet) as progress:
         here = [(i, s) for i, s in enumerate(slots) if isinstance(s, EntryPoint) and s.is_program_file]
-        runs = chunks(here[1:], jobs or default_jobs()) if settle is not None else None
+        runs = chunks(here, jobs or default_jobs()) if settle is not None else None
         with collector_paused():  # program files run no user code: the run's heap only grows
             if runs is not None:
-                # the first file here warms what every child would otherwise load on its own
-                # (lazy imports, the decoder's self-check, compiled table readers)
-                parts[here[0][0]] = _part(timelines, template)
-                check_entry(parts[here[0][0]], here[0][1], rules, strict, source_map)
-                warm_fix_trial()
+                warm_up(here, timelines)  # what every child would otherwise import on its own
                 here = _program_files_in_workers(runs, parts, rules, strict, source_map, timelines, template, settle,
                                                  progress)
             for done, (i, slot) in enumerate(here):

@@ -76,13 +76,25 @@ def _hollow(view: ProgramView) -> ProgramView:
     return ProgramView(input=view.input, name=view.name, kind=view.kind, file=view.file)
 
 
-def warm_fix_trial() -> None:
-    """Import the fix trial's modules here, once, rather than in every child."""
-    import xferlint.fixes.pte  # noqa: F401 - for the children
+def warm_up(here: Sequence[Slot], timelines: bool) -> None:
+    """Import here, once, what checking these files imports when first needed (a reader,
+    the `.pte` reader's generated schema, the fix trial, timelines), rather than in every
+    child."""
+    import importlib
 
-    from xferlint.frontends.pte.schema import generated
+    import xferlint.per_file_ignores  # noqa: F401 - for the children
 
-    generated()
+    if any(slot.is_pte for _, slot in here):
+        from xferlint.frontends.pte.schema import generated
+
+        for name in ("xferlint.frontends.pte.view", "xferlint.fixes.pte"):
+            importlib.import_module(name)
+        generated()
+    if any(slot.is_pt2 for _, slot in here):
+        for name in ("xferlint.frontends.pt2.view", "xferlint.fixes.pt2"):
+            importlib.import_module(name)
+    if timelines:
+        importlib.import_module("xferlint.analyzer.timeline")
 
 
 def _size(path: Optional[str]) -> int:
