@@ -46,14 +46,17 @@ def _open_regular(path: str) -> tuple[int, int]:
 
 
 def _read_exactly(fd: int, count: int) -> bytes:
+    """Up to `count` bytes (fewer at the end of the file). Each read asks for all that is
+    left (the callers bound `count`), so a regular file comes in one read and one bytes
+    object: no chunks joined into a copy of a program of tens of MB."""
     chunks, left = [], count
     while left > 0:
-        chunk = os.read(fd, min(left, 1 << 24))
+        chunk = os.read(fd, left)
         if not chunk:
             break
         chunks.append(chunk)
         left -= len(chunk)
-    return b"".join(chunks)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def _input_error(label: str, what: str, exc: OSError) -> InputError:
@@ -99,9 +102,10 @@ def read_input(path: str, label: str, *, what: str, limit: int, header: int = 0,
         head = _read_exactly(fd, min(header, size)) if header else b""
         if check_header is not None:
             check_header(head, size)
-        rest = _read_exactly(fd, size - len(head) + 1)  # one byte more: a file that grew is refused
-        data = head + rest
-        if len(data) != size:
+        if head:  # the whole file in one read, the header again: no copy joining it to the rest
+            os.lseek(fd, 0, os.SEEK_SET)
+        data = _read_exactly(fd, size + 1)  # one byte more: a file that grew is refused
+        if len(data) != size or not data.startswith(head):
             raise InputError(f"{label}: changed while it was read ({size} bytes, then {len(data)})")
         return data
     except OSError as exc:
