@@ -209,10 +209,11 @@ def _memory_refusal(method: MethodView, conflict: Conflict) -> str:
 
 def _keep(carry: Carry, index: int, method: MethodView, plan: FixPlan, conflict: Conflict, regions: list,
           delta: Delta) -> None:
-    """Keep the proof of a refusal decided with nothing accepted, for the next pass."""
-    proof = refusal(method, plan, conflict, regions, [*delta.removed, *delta.rewires])
-    if proof is not None:
-        carry.keep(index, plan.key, proof)
+    """Keep the proof of a refusal decided with nothing accepted, for the next pass: built
+    when first asked for (`xferlint.fixes.pte.carry`); none when a region is not at hand."""
+    if any(region is None for region in regions):
+        return
+    carry.keep(index, plan.key, lambda: refusal(method, plan, conflict, regions, [*delta.removed, *delta.rewires]))
 
 
 def _decide(view: ProgramView, index: int, native: PteNative, linter: _Linter, unsafe_fixes: bool,
