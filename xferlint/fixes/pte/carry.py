@@ -119,9 +119,12 @@ class Carry:
         return Conflict(value=value, writer=method.nodes[writer], other=other, reader=method.nodes[reader])
 
     def advance(self, index: int, before: MethodView, after: MethodView, applied: Sequence[FixPlan],
-                renames: dict[str, str]) -> None:
+                renames: dict[str, str], names: Optional[dict[str, str]] = None,
+                moved: Optional[dict[int, int]] = None) -> None:
         """`applied` (resolved) turned `before` into `after` (`renames`: new name -> old):
-        drop the proofs that read what changed, renumber the others."""
+        drop the proofs that read what changed, renumber the others. `names` (old name ->
+        new) and `moved` (old node index -> new) are derived from `renames` when not given
+        (the fix has them at hand: a method of a large program has 100,000 nodes)."""
         proofs = self.methods.get(index)
         if not proofs:
             return
@@ -129,9 +132,11 @@ class Carry:
         if dirty is None:
             del self.methods[index]
             return
-        old_by_name, new_by_name = nodes_by_name(before), nodes_by_name(after)
-        names = {old: new for new, old in renames.items()}
-        moved = {old_by_name[old].index: new_by_name[new].index for old, new in names.items()}
+        if names is None:
+            names = {old: new for new, old in renames.items()}
+        if moved is None:
+            old_by_name, new_by_name = nodes_by_name(before), nodes_by_name(after)
+            moved = {old_by_name[old].index: new_by_name[new].index for old, new in names.items()}
         kept: dict[tuple, Refusal] = {}
         for key in proofs:
             proof = self._proof(proofs, key)

@@ -140,11 +140,14 @@ def _apply(patcher: Patcher, native: PteNative, method: MethodView, plans: Seque
 
 
 def _renames(before: PteNative, after: PteNative, method: str, removed: dict[int, set[int]],
-             old_view: MethodView, new_view: MethodView) -> dict[str, str]:
-    """New node name -> the name the same node had before the instructions were removed."""
+             old_view: MethodView, new_view: MethodView) -> tuple[dict[str, str], dict[int, int]]:
+    """(new node name -> the name the same node had before the instructions were removed,
+    old node index -> new index): both in one walk, the second for `Carry.advance`."""
     old_map, new_map = before.methods[method], after.methods[method]
     names = {}
+    moved = {}
     ordered = {c: sorted(ks) for c, ks in removed.items()}  # bisected: a count per node was quadratic
+    old_nodes, new_nodes = old_view.nodes, new_view.nodes
     for node_index, (c, k) in old_map.instr_of_node.items():
         gone = removed.get(c, set())
         if k in gone:
@@ -152,10 +155,15 @@ def _renames(before: PteNative, after: PteNative, method: str, removed: dict[int
         k_new = k - bisect_left(ordered.get(c, ()), k)
         new_index = new_map.node_of_instr.get((c, k_new))
         if new_index is not None:
-            names[new_view.nodes[new_index].name] = old_view.nodes[node_index].name
-    for node in new_view.nodes[: new_map.first_instruction_node]:
+            names[new_nodes[new_index].name] = old_nodes[node_index].name
+            moved[node_index] = new_index
+    old_by_name = nodes_by_name(old_view)
+    for node in new_nodes[: new_map.first_instruction_node]:
         names[node.name] = node.name
-    return names
+        old = old_by_name.get(node.name)
+        if old is not None:
+            moved[old.index] = node.index
+    return names, moved
 
 
 class _Linter:
@@ -377,23 +385,24 @@ def _round(state: dict, linter: _Linter, unsafe_fixes: bool, outcomes: list[Meth
         renamed = {}
         for i, (planning, plans) in decided.items():
             method, new_method = view.methods[i], fixed.view.methods[i]
-            renames = _renames(native, fixed.native, method.name, removals[i], method, new_method)
+            renames, moved = _renames(native, fixed.native, method.name, removals[i], method, new_method)
             problem = _verify(fixed.view, new_method, linter, planning.findings, plans, renames)
             if problem is not None:
                 failed[i] = problem
             else:
-                renamed[i] = renames
+                renamed[i] = renames, moved
         if failed:  # patch again without them: the others' bytes do not depend on them
             for i, problem in failed.items():
                 _skip(outcomes[i], excludes[i], decided.pop(i)[1], problem)
             continue
         for i, (_, plans) in decided.items():
-            carry.advance(i, view.methods[i], fixed.view.methods[i], plans, renamed[i])
-            state["renames"][i].append(renamed[i])
+            renames, moved = renamed[i]
+            back = {old: new for new, old in renames.items()}
+            carry.advance(i, view.methods[i], fixed.view.methods[i], plans, renames, back, moved)
+            state["renames"][i].append(renames)
             outcomes[i].applied.extend(plans)
             outcomes[i].after = fixed.view.methods[i]
             # names of what was skipped so far now refer to the renumbered instructions
-            back = {old: new for new, old in renamed[i].items()}
             excludes[i] = {(c, m, tuple(back.get(n, n) for n in nodes)) for c, m, nodes in excludes[i]}
         state["data"], state["loaded"] = data, fixed
         return True
