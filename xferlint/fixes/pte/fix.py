@@ -22,7 +22,7 @@ from bisect import bisect_left
 from collections import defaultdict
 from typing import Any, Iterable, Optional, Sequence
 
-from xferlint.analyzer.view import MethodView, ProgramView
+from xferlint.analyzer.view import MethodView, Node, ProgramView
 from xferlint.errors import FixError
 from xferlint.findings import Finding, Severity
 from xferlint.fixes.engine import MAX_ROUNDS, plan_method
@@ -51,9 +51,11 @@ def _index(vid: str) -> int:
     return int(vid[1:])
 
 
-def _delta(method: MethodView, plan: FixPlan, removed: Iterable[str]) -> Delta:
-    """The instruction-level edits of one plan, `removed` the nodes it removes."""
-    by_name = nodes_by_name(method)
+def _delta(method: MethodView, plan: FixPlan, removed: Iterable[str],
+           by_name: Optional[dict[str, Node]] = None) -> Delta:
+    """The instruction-level edits of one plan, `removed` the nodes it removes (`by_name`:
+    `nodes_by_name(method)`, when the caller has it: asked per plan)."""
+    by_name = nodes_by_name(method) if by_name is None else by_name
     rewires: dict[int, dict[str, str]] = {}
     outputs: dict[str, str] = {}
     for r in plan.rewires:
@@ -64,24 +66,30 @@ def _delta(method: MethodView, plan: FixPlan, removed: Iterable[str]) -> Delta:
     return Delta(rewires, frozenset(by_name[n].index for n in removed if n in by_name), outputs)
 
 
-def _patch_problem(method: MethodView, plan: FixPlan, native: PteNative,
-                   removes: Optional[Sequence[str]] = None) -> Optional[str]:
-    """Why this plan cannot be written into the instructions in place (None: it can);
-    `removes`: the nodes it removes, when not (only) `plan.removes`."""
+def _instructions(method: MethodView, native: PteNative) -> tuple[dict[str, Node], dict, pp.Plan]:
+    """What a patch check reads of one method: its nodes by name, node -> (chain,
+    instruction), and its execution plan (looked up once per method, not per plan)."""
     mapping = native.methods[method.name]
-    by_name = nodes_by_name(method)
-    pplan = native.program.plans[mapping.plan_index]
+    return nodes_by_name(method), mapping.instr_of_node, native.program.plans[mapping.plan_index]
+
+
+def _patch_problem(method: MethodView, plan: FixPlan, native: PteNative,
+                   removes: Optional[Sequence[str]] = None, at: Optional[tuple] = None) -> Optional[str]:
+    """Why this plan cannot be written into the instructions in place (None: it can);
+    `removes`: the nodes it removes, when not (only) `plan.removes`; `at`:
+    `_instructions(method, native)`, when the caller has it."""
+    by_name, instr_of_node, pplan = _instructions(method, native) if at is None else at
     for name in plan.removes if removes is None else removes:
         node = by_name.get(name)
-        if node is None or node.index not in mapping.instr_of_node:
+        if node is None or node.index not in instr_of_node:
             return f"`{name}` is not an instruction"
     for r in plan.rewires:
         if r.reader == OUTPUT:
             continue
         node = by_name.get(r.reader)
-        if node is None or node.index not in mapping.instr_of_node:
+        if node is None or node.index not in instr_of_node:
             return f"`{r.reader}` is not an instruction"
-        c, k = mapping.instr_of_node[node.index]
+        c, k = instr_of_node[node.index]
         ins = pplan.chains[c].instructions[k]
         if ins.kind in (pp.KERNEL, pp.DELEGATE):
             if not _operand_positions(pplan, ins, _index(r.old), len(node.outputs)):
@@ -255,7 +263,7 @@ def _decide(view: ProgramView, index: int, native: PteNative, linter: _Linter, u
         problem = patchable.problem(j)
         if problem is None:
             step = closure.trial(selected)
-            delta = _delta(method, selected, step.removed)
+            delta = _delta(method, selected, step.removed, patchable.at[0])
             extended = [r.new for r in selected.rewires]
             regions = [] if not accepted and patchable.alone else None  # what a proof needs
             found = memory.trial(delta, extended, regions)
@@ -282,23 +290,24 @@ class _Patchable:
     answer is the same; only otherwise are all the selected plans resolved, together, as
     `plan_method` would."""
 
-    __slots__ = ("method", "planning", "native", "resolved", "alone")
+    __slots__ = ("method", "planning", "native", "at", "resolved", "alone")
 
     def __init__(self, method: MethodView, planning: Any, native: PteNative) -> None:
         self.method, self.planning, self.native = method, planning, native
+        self.at = _instructions(method, native)
         self.resolved: Optional[list[FixPlan]] = None
         self.alone = True  # the last answer read only that plan's nodes (not every plan's)
 
     def problem(self, j: int) -> Optional[str]:
         plan = self.planning.selected[j]
         everything = plan.removes + plan.removes_if_dead
-        problem = _patch_problem(self.method, plan, self.native, everything)
+        problem = _patch_problem(self.method, plan, self.native, everything, self.at)
         self.alone = problem is None or not plan.removes_if_dead
         if self.alone:
             return problem
         if self.resolved is None:
             self.resolved = self.planning.resolve(self.planning.selected)
-        return _patch_problem(self.method, self.resolved[j], self.native)
+        return _patch_problem(self.method, self.resolved[j], self.native, at=self.at)
 
 
 def _removed_instructions(native: PteNative, method: MethodView, plans: Sequence[FixPlan]) -> dict[int, set[int]]:
