@@ -34,6 +34,28 @@ class _Counting(carry_module.Carry):
         return found
 
 
+class _Eager(carry_module.Carry):
+    """Builds every proof when it is kept as well, and checks that the deferred build
+    (what `Carry` does) reads the same: the regions were not changed in between."""
+
+    compared = 0
+    kept: list = []
+
+    def keep(self, index, key, proof):
+        if not callable(proof):
+            return super().keep(index, key, proof)
+        build, eager = proof, proof()
+
+        def deferred():
+            late = build()
+            assert late == eager, key
+            _Eager.compared += 1
+            return late
+
+        _Eager.kept.append(deferred)
+        super().keep(index, key, deferred)
+
+
 def _said(result):
     applied = [(p.key, p.removes, p.rewires) for p in result.applied]
     skipped = [(s.code, s.method, s.nodes, s.reason, s.unsafe) for s in result.skipped]
@@ -122,6 +144,32 @@ def test_a_proof_is_dropped_when_what_it_read_is_patched():
 def test_carrying_decides_what_deciding_again_does_on_synthetic_programs(monkeypatch, build):
     fast, slow = _both(monkeypatch, build())
     assert fast == slow
+
+
+@pytest.mark.parametrize("build", [lambda: sp.ladder(30), lambda: sp.loops(8), lambda: sp.fan_out(30),
+                                   lambda: sp.in_place_ladder(10), _conflict_removed_by_the_first_pass],
+                         ids=["ladder", "loops", "fan-out", "in-place", "second-pass"])
+def test_a_proof_built_when_first_asked_for_is_the_one_built_when_kept(monkeypatch, build):
+    _Eager.compared = 0
+    monkeypatch.setattr(fix_module, "Carry", _Eager)
+    fix_pte_bytes(build(), select_rules())
+    assert _Eager.compared or build is not sp.ladder
+
+
+def test_deferred_proofs_are_the_eager_ones_on_fuzzed_programs(monkeypatch, pte_bytes):
+    """Every proof kept, built once the whole fix is over (the latest it could be), is the
+    one built when it was kept."""
+    monkeypatch.setattr(fix_module, "Carry", _Eager)
+    _Eager.compared = 0
+    for _, data in fixable_mutants(pte_bytes):
+        _Eager.kept = []
+        try:
+            fix_pte_bytes(data, select_rules())
+        except XferlintError:
+            continue
+        for deferred in _Eager.kept:
+            deferred()
+    assert _Eager.compared
 
 
 def test_carrying_is_used(monkeypatch):

@@ -20,11 +20,21 @@ being decided again, only when deciding it again is provably the same computatio
 
 The conflict is then the same one (its nodes renumbered), and so is the reason given.
 `Carry` keeps these proofs per method, in the numbering of the program at hand.
+
+A proof is built when it is first needed (a later pass asks for it, or a round is applied
+and `advance` checks it), not when the refusal is decided: most refusals are never asked
+about (a program where nothing is applied has no second pass). Building it later reads
+the same things: the method and the plan are immutable, and the regions a proof is built
+from are never changed once the trial that returned them is over (they are the original
+regions `MemoryCheck` keeps while nothing is accepted, fresh ones, or a trial's layer over
+an original one; only regions kept after a commit are grown, and proofs are only kept
+while nothing is accepted). `keep` is given the proof's inputs only when none of the
+regions is missing, so a deferred proof always exists, as an eager one would have.
 """
 
 from __future__ import annotations
 
-from typing import Iterable, NamedTuple, Optional, Sequence
+from typing import Callable, Iterable, NamedTuple, Optional, Sequence, Union
 
 from xferlint.analyzer.view import MethodView
 from xferlint.fixes.plan import OUTPUT, FixPlan, nodes_by_name
@@ -80,28 +90,41 @@ def refusal(method: MethodView, plan: FixPlan, conflict: Conflict, regions: Sequ
                    frozenset(nodes), frozenset(values))
 
 
+Deferred = Callable[[], Refusal]  # builds a proof when first needed (see the module docstring)
+
+
 class Carry:
     """Per method index: finding key -> the refusal that may be carried."""
 
     def __init__(self) -> None:
-        self.methods: dict[int, dict[tuple, Refusal]] = {}
+        self.methods: dict[int, dict[tuple, Union[Refusal, Deferred]]] = {}
 
-    def keep(self, index: int, key: tuple, proof: Refusal) -> None:
+    def keep(self, index: int, key: tuple, proof: Union[Refusal, Deferred]) -> None:
+        """Keep a proof, or what builds it (a callable, asked at most once)."""
         self.methods.setdefault(index, {})[key] = proof
+
+    def _proof(self, proofs: dict, key: tuple) -> Optional[Refusal]:
+        proof = proofs.get(key)
+        if proof is not None and not isinstance(proof, Refusal):
+            proof = proofs[key] = proof()
+        return proof
 
     def conflict(self, index: int, method: MethodView, plan: FixPlan) -> Optional[Conflict]:
         """The conflict a trial of `plan` (with nothing accepted) would find, when proved
         unchanged since it was found; None: decide it."""
-        proof = self.methods.get(index, {}).get(plan.key)
+        proof = self._proof(self.methods.get(index, {}), plan.key)
         if proof is None or proof.plan != signature(plan):
             return None
         value, writer, other, reader = proof.conflict
         return Conflict(value=value, writer=method.nodes[writer], other=other, reader=method.nodes[reader])
 
     def advance(self, index: int, before: MethodView, after: MethodView, applied: Sequence[FixPlan],
-                renames: dict[str, str]) -> None:
+                renames: dict[str, str], names: Optional[dict[str, str]] = None,
+                moved: Optional[dict[int, int]] = None) -> None:
         """`applied` (resolved) turned `before` into `after` (`renames`: new name -> old):
-        drop the proofs that read what changed, renumber the others."""
+        drop the proofs that read what changed, renumber the others. `names` (old name ->
+        new) and `moved` (old node index -> new) are derived from `renames` when not given
+        (the fix has them at hand: a method of a large program has 100,000 nodes)."""
         proofs = self.methods.get(index)
         if not proofs:
             return
@@ -109,11 +132,14 @@ class Carry:
         if dirty is None:
             del self.methods[index]
             return
-        old_by_name, new_by_name = nodes_by_name(before), nodes_by_name(after)
-        names = {old: new for new, old in renames.items()}
-        moved = {old_by_name[old].index: new_by_name[new].index for old, new in names.items()}
+        if names is None:
+            names = {old: new for new, old in renames.items()}
+        if moved is None:
+            old_by_name, new_by_name = nodes_by_name(before), nodes_by_name(after)
+            moved = {old_by_name[old].index: new_by_name[new].index for old, new in names.items()}
         kept: dict[tuple, Refusal] = {}
-        for key, proof in proofs.items():
+        for key in proofs:
+            proof = self._proof(proofs, key)
             if not dirty.isdisjoint(proof.nodes) or not touched.isdisjoint(proof.values):
                 continue
             renamed = _renamed(key, proof, names, moved)

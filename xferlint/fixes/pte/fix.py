@@ -22,7 +22,7 @@ from bisect import bisect_left
 from collections import defaultdict
 from typing import Any, Iterable, Optional, Sequence
 
-from xferlint.analyzer.view import MethodView, ProgramView
+from xferlint.analyzer.view import MethodView, Node, ProgramView
 from xferlint.errors import FixError
 from xferlint.findings import Finding, Severity
 from xferlint.fixes.engine import MAX_ROUNDS, plan_method
@@ -51,9 +51,11 @@ def _index(vid: str) -> int:
     return int(vid[1:])
 
 
-def _delta(method: MethodView, plan: FixPlan, removed: Iterable[str]) -> Delta:
-    """The instruction-level edits of one plan, `removed` the nodes it removes."""
-    by_name = nodes_by_name(method)
+def _delta(method: MethodView, plan: FixPlan, removed: Iterable[str],
+           by_name: Optional[dict[str, Node]] = None) -> Delta:
+    """The instruction-level edits of one plan, `removed` the nodes it removes (`by_name`:
+    `nodes_by_name(method)`, when the caller has it: asked per plan)."""
+    by_name = nodes_by_name(method) if by_name is None else by_name
     rewires: dict[int, dict[str, str]] = {}
     outputs: dict[str, str] = {}
     for r in plan.rewires:
@@ -64,24 +66,30 @@ def _delta(method: MethodView, plan: FixPlan, removed: Iterable[str]) -> Delta:
     return Delta(rewires, frozenset(by_name[n].index for n in removed if n in by_name), outputs)
 
 
-def _patch_problem(method: MethodView, plan: FixPlan, native: PteNative,
-                   removes: Optional[Sequence[str]] = None) -> Optional[str]:
-    """Why this plan cannot be written into the instructions in place (None: it can);
-    `removes`: the nodes it removes, when not (only) `plan.removes`."""
+def _instructions(method: MethodView, native: PteNative) -> tuple[dict[str, Node], dict, pp.Plan]:
+    """What a patch check reads of one method: its nodes by name, node -> (chain,
+    instruction), and its execution plan (looked up once per method, not per plan)."""
     mapping = native.methods[method.name]
-    by_name = nodes_by_name(method)
-    pplan = native.program.plans[mapping.plan_index]
+    return nodes_by_name(method), mapping.instr_of_node, native.program.plans[mapping.plan_index]
+
+
+def _patch_problem(method: MethodView, plan: FixPlan, native: PteNative,
+                   removes: Optional[Sequence[str]] = None, at: Optional[tuple] = None) -> Optional[str]:
+    """Why this plan cannot be written into the instructions in place (None: it can);
+    `removes`: the nodes it removes, when not (only) `plan.removes`; `at`:
+    `_instructions(method, native)`, when the caller has it."""
+    by_name, instr_of_node, pplan = _instructions(method, native) if at is None else at
     for name in plan.removes if removes is None else removes:
         node = by_name.get(name)
-        if node is None or node.index not in mapping.instr_of_node:
+        if node is None or node.index not in instr_of_node:
             return f"`{name}` is not an instruction"
     for r in plan.rewires:
         if r.reader == OUTPUT:
             continue
         node = by_name.get(r.reader)
-        if node is None or node.index not in mapping.instr_of_node:
+        if node is None or node.index not in instr_of_node:
             return f"`{r.reader}` is not an instruction"
-        c, k = mapping.instr_of_node[node.index]
+        c, k = instr_of_node[node.index]
         ins = pplan.chains[c].instructions[k]
         if ins.kind in (pp.KERNEL, pp.DELEGATE):
             if not _operand_positions(pplan, ins, _index(r.old), len(node.outputs)):
@@ -140,11 +148,14 @@ def _apply(patcher: Patcher, native: PteNative, method: MethodView, plans: Seque
 
 
 def _renames(before: PteNative, after: PteNative, method: str, removed: dict[int, set[int]],
-             old_view: MethodView, new_view: MethodView) -> dict[str, str]:
-    """New node name -> the name the same node had before the instructions were removed."""
+             old_view: MethodView, new_view: MethodView) -> tuple[dict[str, str], dict[int, int]]:
+    """(new node name -> the name the same node had before the instructions were removed,
+    old node index -> new index): both in one walk, the second for `Carry.advance`."""
     old_map, new_map = before.methods[method], after.methods[method]
     names = {}
+    moved = {}
     ordered = {c: sorted(ks) for c, ks in removed.items()}  # bisected: a count per node was quadratic
+    old_nodes, new_nodes = old_view.nodes, new_view.nodes
     for node_index, (c, k) in old_map.instr_of_node.items():
         gone = removed.get(c, set())
         if k in gone:
@@ -152,10 +163,15 @@ def _renames(before: PteNative, after: PteNative, method: str, removed: dict[int
         k_new = k - bisect_left(ordered.get(c, ()), k)
         new_index = new_map.node_of_instr.get((c, k_new))
         if new_index is not None:
-            names[new_view.nodes[new_index].name] = old_view.nodes[node_index].name
-    for node in new_view.nodes[: new_map.first_instruction_node]:
+            names[new_nodes[new_index].name] = old_nodes[node_index].name
+            moved[node_index] = new_index
+    old_by_name = nodes_by_name(old_view)
+    for node in new_nodes[: new_map.first_instruction_node]:
         names[node.name] = node.name
-    return names
+        old = old_by_name.get(node.name)
+        if old is not None:
+            moved[old.index] = node.index
+    return names, moved
 
 
 class _Linter:
@@ -209,10 +225,11 @@ def _memory_refusal(method: MethodView, conflict: Conflict) -> str:
 
 def _keep(carry: Carry, index: int, method: MethodView, plan: FixPlan, conflict: Conflict, regions: list,
           delta: Delta) -> None:
-    """Keep the proof of a refusal decided with nothing accepted, for the next pass."""
-    proof = refusal(method, plan, conflict, regions, [*delta.removed, *delta.rewires])
-    if proof is not None:
-        carry.keep(index, plan.key, proof)
+    """Keep the proof of a refusal decided with nothing accepted, for the next pass: built
+    when first asked for (`xferlint.fixes.pte.carry`); none when a region is not at hand."""
+    if any(region is None for region in regions):
+        return
+    carry.keep(index, plan.key, lambda: refusal(method, plan, conflict, regions, [*delta.removed, *delta.rewires]))
 
 
 def _decide(view: ProgramView, index: int, native: PteNative, linter: _Linter, unsafe_fixes: bool,
@@ -246,7 +263,7 @@ def _decide(view: ProgramView, index: int, native: PteNative, linter: _Linter, u
         problem = patchable.problem(j)
         if problem is None:
             step = closure.trial(selected)
-            delta = _delta(method, selected, step.removed)
+            delta = _delta(method, selected, step.removed, patchable.at[0])
             extended = [r.new for r in selected.rewires]
             regions = [] if not accepted and patchable.alone else None  # what a proof needs
             found = memory.trial(delta, extended, regions)
@@ -273,23 +290,24 @@ class _Patchable:
     answer is the same; only otherwise are all the selected plans resolved, together, as
     `plan_method` would."""
 
-    __slots__ = ("method", "planning", "native", "resolved", "alone")
+    __slots__ = ("method", "planning", "native", "at", "resolved", "alone")
 
     def __init__(self, method: MethodView, planning: Any, native: PteNative) -> None:
         self.method, self.planning, self.native = method, planning, native
+        self.at = _instructions(method, native)
         self.resolved: Optional[list[FixPlan]] = None
         self.alone = True  # the last answer read only that plan's nodes (not every plan's)
 
     def problem(self, j: int) -> Optional[str]:
         plan = self.planning.selected[j]
         everything = plan.removes + plan.removes_if_dead
-        problem = _patch_problem(self.method, plan, self.native, everything)
+        problem = _patch_problem(self.method, plan, self.native, everything, self.at)
         self.alone = problem is None or not plan.removes_if_dead
         if self.alone:
             return problem
         if self.resolved is None:
             self.resolved = self.planning.resolve(self.planning.selected)
-        return _patch_problem(self.method, self.resolved[j], self.native)
+        return _patch_problem(self.method, self.resolved[j], self.native, at=self.at)
 
 
 def _removed_instructions(native: PteNative, method: MethodView, plans: Sequence[FixPlan]) -> dict[int, set[int]]:
@@ -376,23 +394,24 @@ def _round(state: dict, linter: _Linter, unsafe_fixes: bool, outcomes: list[Meth
         renamed = {}
         for i, (planning, plans) in decided.items():
             method, new_method = view.methods[i], fixed.view.methods[i]
-            renames = _renames(native, fixed.native, method.name, removals[i], method, new_method)
+            renames, moved = _renames(native, fixed.native, method.name, removals[i], method, new_method)
             problem = _verify(fixed.view, new_method, linter, planning.findings, plans, renames)
             if problem is not None:
                 failed[i] = problem
             else:
-                renamed[i] = renames
+                renamed[i] = renames, moved
         if failed:  # patch again without them: the others' bytes do not depend on them
             for i, problem in failed.items():
                 _skip(outcomes[i], excludes[i], decided.pop(i)[1], problem)
             continue
         for i, (_, plans) in decided.items():
-            carry.advance(i, view.methods[i], fixed.view.methods[i], plans, renamed[i])
-            state["renames"][i].append(renamed[i])
+            renames, moved = renamed[i]
+            back = {old: new for new, old in renames.items()}
+            carry.advance(i, view.methods[i], fixed.view.methods[i], plans, renames, back, moved)
+            state["renames"][i].append(renames)
             outcomes[i].applied.extend(plans)
             outcomes[i].after = fixed.view.methods[i]
             # names of what was skipped so far now refer to the renumbered instructions
-            back = {old: new for new, old in renamed[i].items()}
             excludes[i] = {(c, m, tuple(back.get(n, n) for n in nodes)) for c, m, nodes in excludes[i]}
         state["data"], state["loaded"] = data, fixed
         return True
