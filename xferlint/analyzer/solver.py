@@ -138,14 +138,21 @@ def _revisit(nodes: tuple[Node, ...], values, state: dict[str, LatticeValue], i:
             waiting[pos] = False
             yield pos, count
 
+    get = state.get
     for pos, done in order():
         node = nodes[pos]
         result = table[node.kind](node, device_of, values)
         if result is UNREACHED:
             continue
         for vid in node.outputs:
-            if not _rise(state, vid, result):
-                continue
+            old = get(vid)  # `_rise`, inline: the loop's one call per value written
+            if old is None:
+                state[vid] = result
+            else:
+                new = join(old, result)
+                if new is old or new == old:
+                    continue
+                state[vid] = new
             for reader in readers.get(vid, ()):
                 j = reader.index
                 if j <= done and not waiting[j]:  # a later node of the plain part is still to come
