@@ -71,6 +71,7 @@ def to_json_text(obj: Any) -> str:
     finally:  # the texts are keyed by id: forget them before their objects can go
         for memo in _MEMOS:
             memo.clear()
+        _ENCODED.clear()
 
 
 def _text(obj: Any, pad: str) -> str:
@@ -115,14 +116,14 @@ def _compile_writer(names: tuple[str, ...], pad: str) -> Any:
     inner = pad + "  "
     memo: dict[int, str] = {}
     _MEMOS.append(memo)
-    env: dict[str, Any] = {"_enc": _encode_string, "_via": _texts_at(inner), "_str": str, "_join": "".join,
+    env: dict[str, Any] = {"_enc": _ENCODED, "_via": _texts_at(inner), "_str": str, "_join": "".join,
                            "_close": pad + "}", "_memo": memo, "_seen": memo.get, "_id": id,
                            "_values": operator.attrgetter(*names) if len(names) > 1 else None}
     parts = []
     for k, name in enumerate(names):
         env[f"_p{k}"] = ("{" if k == 0 else ",") + inner + _encode_string(name) + ": "
         # a string or None in place; any other value by its type's text function (one look-up)
-        parts.append(f"_p{k}, _enc(v{k}) if type(v{k}) is _str else 'null' if v{k} is None "
+        parts.append(f"_p{k}, _enc[v{k}] if type(v{k}) is _str else 'null' if v{k} is None "
                      f"else _via[type(v{k})](v{k})")
     fetch = (f"({', '.join(f'v{k}' for k in range(len(names)))},) = _values(obj)" if len(names) > 1
              else f"v0 = obj.{names[0]}")
@@ -197,7 +198,7 @@ def _list_writer(pad: str) -> Any:
         kind = type(items[0])
         if kind is str:
             try:  # a list of strings (a finding's nodes, devices, copies) in one C pass
-                return start + comma.join(map(_encode_string, items)) + end
+                return start + comma.join(map(_ENCODED.__getitem__, items)) + end
             except TypeError:  # some later item is no string
                 pass
         first = via[kind]  # a list of findings, of steps: one function for all
@@ -224,6 +225,20 @@ def _float_text(value: float) -> str:
 
 _FLOAT = _float_text
 _encode_string = getattr(json.encoder, "c_encode_basestring", None) or json.encoder.py_encode_basestring
+
+
+class _Encoded(dict):
+    """Each string's JSON text, encoded once per `to_json_text` call: a report repeats its
+    strings (a node's name in its finding's nodes, steps, copies and removes and in the
+    next finding; the input and file of every finding), and a look-up of a string whose
+    hash is known costs less than encoding it again."""
+
+    def __missing__(self, text: str) -> str:
+        encoded = self[text] = _encode_string(text)
+        return encoded
+
+
+_ENCODED = _Encoded()
 
 
 def json_schema(cls: type) -> dict:

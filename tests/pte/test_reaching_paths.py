@@ -92,6 +92,22 @@ def test_fast_path_equals_general_path_on_random_slot_programs(seed):
     _limit_falls_at_the_same_place(method)
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.integers(min_value=0, max_value=10**9))
+def test_straight_line_usefulness_equals_the_general_closure(seed):
+    """A straight-line method's usefulness comes from one backward pass, its reads named
+    only when asked: the same useful nodes, live values, reads and exit as the closure
+    over the general path's names."""
+    method = _random_slots(seed)
+    reads, at_exit = cfgmod._sparse_reads(method, method.cfg, cfgmod.work_budget(method.nodes))
+    roots = {n.index for n in method.nodes if n.kind in cfgmod._EFFECT_KINDS or n.mutates}
+    useful, live = cfgmod._useful(method.nodes, roots, method.outputs, at_exit, reads, None)
+    facts = FlowFacts.compute(method, method.cfg)
+    assert facts.exact
+    assert facts.useful == useful and facts.live_values == live
+    assert facts.reaching_at == reads.as_dict() and facts.at_exit == at_exit
+
+
 def test_a_block_that_jumps_to_itself_takes_the_general_path():
     """One block whose last node jumps back to the first is a loop: a read at the top sees
     the write at the bottom, which the one-pass answer would miss."""

@@ -22,10 +22,10 @@ after which the method may return.
 
 from __future__ import annotations
 
-from functools import cached_property
-from itertools import chain, repeat
-from operator import attrgetter
-from typing import TYPE_CHECKING, Iterable, Optional
+from functools import cached_property, partial
+from itertools import chain, compress, repeat
+from operator import attrgetter, ne
+from typing import TYPE_CHECKING, Callable, Iterable, Optional
 
 from xferlint.analyzer.dominators import immediate_dominators
 from xferlint.analyzer.view import OpKind
@@ -90,11 +90,10 @@ class ControlFlowGraph:
         # an exit), and starts at every node something jumps to. (Each node with other
         # than one fall-through predecessor is one of those: no pass over predecessors.)
         leaders = {0}
-        exits = self.exits
-        for i, succ in enumerate(self.successors):
-            if len(succ) == 1 and succ[0] == i + 1 and i not in exits:
-                continue
-            leaders.update(succ)
+        # the nodes that do not fall through, found in C: a successor tuple other than (i + 1,)
+        jumps = compress(range(n), map(ne, self.successors, zip(range(1, n + 1))))
+        for i in set(jumps).union(self.exits):
+            leaders.update(self.successors[i])
             if i + 1 < n:
                 leaders.add(i + 1)
         starts = sorted(leaders)
@@ -102,10 +101,9 @@ class ControlFlowGraph:
 
     @cached_property
     def block_of(self) -> tuple[int, ...]:
-        owner = [0] * len(self.successors)
+        owner: list[int] = []
         for b, (first, last) in enumerate(self.blocks):
-            for i in range(first, last + 1):
-                owner[i] = b
+            owner.extend(repeat(b, last - first + 1))
         return tuple(owner)
 
     @cached_property
@@ -244,13 +242,17 @@ WORK_PER_UNIT = 4
 WORK_FLOOR = 100_000
 
 
+_INPUTS = attrgetter("inputs")
+_OUTPUTS = attrgetter("outputs")
+
+
 def work_budget(nodes: "tuple[Node, ...]") -> int:
     """The work `_reaching_definitions` may do on these nodes before falling back."""
-    return WORK_FLOOR + WORK_PER_UNIT * (len(nodes) + sum(len(n.inputs) + len(n.outputs) for n in nodes))
+    operands = sum(map(len, map(_INPUTS, nodes))) + sum(map(len, map(_OUTPUTS, nodes)))
+    return WORK_FLOOR + WORK_PER_UNIT * (len(nodes) + operands)
 
 
 _ENTRY_SET = frozenset({ENTRY})
-_INPUTS = attrgetter("inputs")
 _SCAN = 16  # operands up to which a read's name is found by a scan rather than an index
 
 
@@ -319,24 +321,42 @@ def _writers_of(nodes: "tuple[Node, ...]", reachable: frozenset[int]) -> dict[st
 class FlowFacts:
     """Reaching definitions and usefulness of one method over its CFG."""
 
-    def __init__(self, reads: Optional[Reads], at_exit: dict[str, frozenset[int]], useful: frozenset[int],
-                 live_values: frozenset[str], nodes: "tuple[Node, ...]", reachable: frozenset[int],
-                 writers: Optional[dict[str, frozenset[int]]] = None) -> None:
-        self.reads = reads  # None: flow-insensitive (the work limit was hit)
-        self.at_exit = at_exit  # value -> writers whose value the method can return
+    def __init__(self, reads: Optional[Reads], at_exit: Optional[dict[str, frozenset[int]]], useful: frozenset[int],
+                 live_values: frozenset[str], nodes: "tuple[Node, ...]", cfg: ControlFlowGraph,
+                 writers: Optional[dict[str, frozenset[int]]] = None,
+                 later: Optional[Callable[[], tuple[Reads, dict[str, frozenset[int]]]]] = None) -> None:
+        self.exact = reads is not None or later is not None  # False when the work limit was hit
+        if later is None:
+            self.__dict__["reads"] = reads  # None: flow-insensitive (the work limit was hit)
+            self.__dict__["at_exit"] = at_exit  # value -> writers whose value the method can return
+        self._later = later  # else what names the reads, on first use (see `compute`)
         self.useful = useful  # node indices
         self.live_values = live_values
-        self.exact = reads is not None  # False when the work limit made the analysis flow-insensitive
         self._nodes = nodes
-        self._reachable = reachable
+        self._cfg = cfg
         if writers is not None:  # the fallback computed them: `writers` need not
             self.__dict__["writers"] = writers
+
+    @cached_property
+    def _named(self) -> tuple[Reads, dict[str, frozenset[int]]]:
+        assert self._later is not None
+        return self._later()
+
+    @cached_property
+    def reads(self) -> Optional[Reads]:
+        """What each read sees; None when flow-insensitive (the work limit was hit)."""
+        return self._named[0]
+
+    @cached_property
+    def at_exit(self) -> dict[str, frozenset[int]]:
+        """Value -> the writers whose value the method can return."""
+        return self._named[1]
 
     @cached_property
     def writers(self) -> dict[str, frozenset[int]]:
         """Every reachable writer of each value (the fallback's answer); only the
         flow-insensitive mode needs it, so it is built on first use."""
-        return _writers_of(self._nodes, self._reachable)
+        return _writers_of(self._nodes, self._cfg.reachable)
 
     @property
     def reaching_at(self) -> Optional[dict[tuple[int, str], frozenset[int]]]:
@@ -363,6 +383,12 @@ class FlowFacts:
         nodes = method.nodes
         if len(cfg) != len(nodes):
             raise ValueError(f"CFG has {len(cfg)} nodes, the method {len(nodes)}")
+        if _is_straight_line(cfg) and (work_limit is None or len(nodes) + 2 <= work_limit):
+            # One block: usefulness in one backward pass; the reads are named only if a
+            # rule asks what one sees (the default budget always covers this path)
+            useful, live = _straight_line_useful(method, cfg, effectful)
+            return cls(reads=None, at_exit=None, useful=frozenset(useful), live_values=frozenset(live), nodes=nodes,
+                       cfg=cfg, later=partial(_straight_line_reads, method, cfg, len(nodes) + 2))
         reachable = cfg.reachable
         reads: Optional[Reads] = None
         writers: Optional[dict[str, frozenset[int]]] = None
@@ -379,7 +405,39 @@ class FlowFacts:
         # A value is live when a useful node reads it or the method returns it (as the
         # flow-insensitive liveness of straight-line SSA graphs defines it).
         return cls(reads=reads, at_exit=at_exit, useful=frozenset(useful), live_values=frozenset(live), nodes=nodes,
-                   reachable=reachable, writers=writers)
+                   cfg=cfg, writers=writers)
+
+
+def _is_straight_line(cfg: ControlFlowGraph) -> bool:
+    """One block, no back edge: each read sees the last write before it."""
+    return len(cfg.blocks) == 1 and not cfg.block_successors[0]
+
+
+def _straight_line_useful(method: "MethodView", cfg: ControlFlowGraph,
+                          effectful: Optional[Iterable[int]]) -> tuple[list[int], set[str]]:
+    """`_useful` of a straight-line method, in one backward pass without naming a read:
+    `demand` holds the values some useful read below (or the return) sees the write of
+    that is still to come, upwards. A node is useful if it is a root or writes one of
+    them; then its writes meet that demand and its reads add theirs."""
+    nodes = method.nodes
+    returned = {v for v in method.outputs if v is not None}
+    demand = set(returned) if cfg.exits else set()
+    needed, meet, add = demand.isdisjoint, demand.difference_update, demand.update
+    roots = set(effectful) if effectful is not None else None
+    useful: list[int] = []
+    effects = _EFFECT_KINDS
+    for node in reversed(nodes):
+        outputs = node.outputs
+        if roots is None:
+            root = node.mutates or node.kind in effects
+        else:
+            root = node.index in roots
+        if root or not needed(outputs):
+            useful.append(node.index)
+            meet(outputs)
+            add(node.inputs)
+    returned.update(chain.from_iterable(map(_INPUTS, map(nodes.__getitem__, useful))))
+    return useful, returned
 
 
 def _useful(nodes: "tuple[Node, ...]", roots: set[int], outputs: Iterable[Optional[str]],
@@ -460,7 +518,7 @@ def _reaching_definitions(method: "MethodView", cfg: ControlFlowGraph, work_limi
     A method without jumps is one block: each read sees the last write before it, in one
     pass (`_straight_line_reads`). Otherwise `_sparse_reads`.
     """
-    if len(cfg.blocks) == 1 and not cfg.block_successors[0]:
+    if _is_straight_line(cfg):
         return _straight_line_reads(method, cfg, work_limit)
     return _sparse_reads(method, cfg, work_limit)
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, TypeVar, Union
 
 from xferlint.analyzer.lattice import UNREACHED, LatticeValue
-from xferlint.analyzer.solver import solve
+from xferlint.analyzer.solver import solve_indexed
 from xferlint.analyzer.view import MethodView, Node, OpKind, Value
 
 # Nodes that count as reads in their own right: their effect is not only their results.
@@ -44,13 +44,8 @@ class DeviceFacts:
 
     @classmethod
     def compute(cls, method: MethodView) -> "DeviceFacts":
-        facts = cls(method=method, devices={})
-        for node in method.nodes:
-            for vid in node.outputs:
-                facts._writers.setdefault(vid, []).append(node)
-            for vid in node.inputs:
-                facts._readers.setdefault(vid, []).append(node)
-        facts.devices = solve(method, facts._readers)
+        devices, readers, writers = solve_indexed(method)  # one pass: the index and the solve's first
+        facts = cls(method=method, devices=devices, _writers=writers, _readers=readers)
         facts._outputs = frozenset(v for v in method.outputs if v is not None)
         if method.cfg is not None:
             from xferlint.analyzer.cfg import FlowFacts

@@ -15,45 +15,66 @@ go on exactly as the worklist would, in the same order.
 from __future__ import annotations
 
 from collections import deque
-from typing import Iterable, Iterator, Mapping, Optional, Sequence
+from typing import Iterable, Iterator, Mapping, Sequence
 
 from xferlint.analyzer.lattice import UNREACHED, LatticeValue, join
 from xferlint.analyzer.transfer import TRANSFER
 from xferlint.analyzer.view import MethodView, Node
 
 Readers = Mapping[str, Sequence[Node]]  # value -> the nodes that read it, in program order
+Index = dict[str, list[Node]]  # value -> the nodes that read (or write) it, in program order
 
 
-def solve(method: MethodView, readers: Optional[Readers] = None) -> dict[str, LatticeValue]:
-    """Return the least fixed point: the device of every value of `method`. `readers`, when
-    the caller has them (DeviceFacts does), are not built again.
+def solve(method: MethodView) -> dict[str, LatticeValue]:
+    """Return the least fixed point: the device of every value of `method`."""
+    return solve_indexed(method)[0]
 
-    In the first pass a value that rises must be revisited only when a node up to this
-    one has read it: its first reader (readers are in program order) tells, with one
-    look-up per value risen rather than a set of every value read so far."""
-    if readers is None:
-        readers = _readers(method.nodes)
+
+def solve_indexed(method: MethodView) -> tuple[dict[str, LatticeValue], Index, Index]:
+    """`solve`, and the readers and writers of every value (DeviceFacts keeps them), built
+    in the same pass over the nodes: the solve's first pass.
+
+    In that pass a value that rises must be revisited only when a node up to this one has
+    read it. Each node's reads are noted before its results are joined, so `readers` then
+    holds exactly the reads so far: one look-up per value risen tells."""
+    readers: Index = {}
+    writers: Index = {}
     state: dict[str, LatticeValue] = {}
     device_of = _device_of(state)
     values = method.values
     nodes = method.nodes
     table = TRANSFER
-    get, first_readers = state.get, readers.get
+    get, read, wrote = state.get, readers.setdefault, writers.setdefault
     for i, node in enumerate(nodes):
+        for vid in node.inputs:
+            read(vid, []).append(node)
+        outputs = node.outputs
+        for vid in outputs:
+            wrote(vid, []).append(node)
         result = table[node.kind](node, device_of, values)
         if result is UNREACHED:
             continue
-        for vid in node.outputs:
+        for vid in outputs:
             if get(vid) is None:  # its first value (the state never holds UNREACHED): it rises
                 state[vid] = result
             elif not _rise(state, vid, result):
                 continue
-            read = first_readers(vid)
-            if read and read[0].index <= i:  # a node already done read it: from here on, the worklist
-                outputs = node.outputs
+            if vid in readers:  # a node already done read it: from here on, the worklist
+                _index(nodes, i + 1, readers, writers)
                 _revisit(nodes, values, state, i, vid, outputs[outputs.index(vid) + 1:], result, readers)
-                return state
-    return state
+                return state, readers, writers
+    return state, readers, writers
+
+
+def _index(nodes: tuple[Node, ...], start: int, readers: Index, writers: Index) -> None:
+    """Note the reads and writes of `nodes[start:]` (the rest of the pass, for the worklist)."""
+    read, wrote = readers.setdefault, writers.setdefault
+    for k in range(start, len(nodes)):
+        node = nodes[k]
+        for vid in node.inputs:
+            read(vid, []).append(node)
+        for vid in node.outputs:
+            wrote(vid, []).append(node)
 
 
 def _device_of(state: dict[str, LatticeValue]):
@@ -77,14 +98,6 @@ def _rise(state: dict[str, LatticeValue], vid: str, result: LatticeValue) -> boo
         return False
     state[vid] = new
     return True
-
-
-def _readers(nodes: tuple[Node, ...]) -> dict[str, list[Node]]:
-    readers: dict[str, list[Node]] = {}
-    for node in nodes:
-        for vid in node.inputs:
-            readers.setdefault(vid, []).append(node)
-    return readers
 
 
 def _revisit(nodes: tuple[Node, ...], values, state: dict[str, LatticeValue], i: int, risen: str,
@@ -125,14 +138,21 @@ def _revisit(nodes: tuple[Node, ...], values, state: dict[str, LatticeValue], i:
             waiting[pos] = False
             yield pos, count
 
+    get = state.get
     for pos, done in order():
         node = nodes[pos]
         result = table[node.kind](node, device_of, values)
         if result is UNREACHED:
             continue
         for vid in node.outputs:
-            if not _rise(state, vid, result):
-                continue
+            old = get(vid)  # `_rise`, inline: the loop's one call per value written
+            if old is None:
+                state[vid] = result
+            else:
+                new = join(old, result)
+                if new is old or new == old:
+                    continue
+                state[vid] = new
             for reader in readers.get(vid, ()):
                 j = reader.index
                 if j <= done and not waiting[j]:  # a later node of the plain part is still to come

@@ -152,10 +152,10 @@ def _pairs(items: Iterable[tuple[str, str, int, int]]) -> list[PairTraffic]:
     return [PairTraffic(source=s, target=t, copies=c, bytes=b) for (s, t), (c, b) in sorted(table.items())]
 
 
-def _distinct_bytes(by_name: dict[str, Copy], names: Iterable[str]) -> int:
-    """Bytes per call of the named copies (`by_name`: copies by node name), each counted
-    once (symbolic ones not at all)."""
-    return sum(by_name[n].nbytes or 0 for n in set(names) if n in by_name)
+def _distinct_bytes(sizes: dict[str, int], names: Iterable[str]) -> int:
+    """Bytes per call of the named copies (`sizes`: bytes by node name, see `_sizes`), each
+    counted once (symbolic ones not at all)."""
+    return sum(sizes[n] for n in set(names) if n in sizes)
 
 
 def traffic_counts(found: list[Copy]) -> dict:
@@ -197,14 +197,39 @@ def method_transfers(input: str, program: str, method: MethodView, facts: Device
     mine = [f for f in findings if f.method == method.name and f.program == program and f.input == input]
     flagged = savings = 0
     if mine:  # (no findings, nothing flagged: no index of 100,000 copies to build)
-        by_name = {c.node.name: c for c in copies(facts)}
-        flagged = _distinct_bytes(by_name, (n for f in mine for n in f.copies))
-        savings = _distinct_bytes(by_name, (n for f in mine if f.fixable for n in f.removes))
-    # Counted once per facts (the summary is made again after the fix trial): from the
-    # copies when the findings needed them, else without building them.
-    counts = facts.derived("summary.traffic", lambda _: traffic_counts(copies(facts)) if mine else _traffic(facts))
+        sizes = facts.derived("summary.sizes", _sizes)
+        flagged = _distinct_bytes(sizes, (n for f in mine for n in f.copies))
+        savings = _distinct_bytes(sizes, (n for f in mine if f.fixable for n in f.removes))
+    # Counted once per facts (the summary is made again after the fix trial), without a
+    # Copy per copy.
+    counts = facts.derived("summary.traffic", _traffic)
     return MethodTransfers(input=input, program=program, method=method.name, flagged_bytes=flagged,
                            fixable_savings=savings, **dict(counts, pairs=list(counts["pairs"])))
+
+
+def _sizes(facts: DeviceFacts) -> dict[str, int]:
+    """Bytes per call of each copy by its node's name (0 when symbolic): what the findings'
+    `copies` and `removes` are counted by, without a Copy per copy (see `_traffic`)."""
+    devices, nbytes_of = facts.devices, facts.nbytes
+    d2h = OpKind.D2H
+    moves: dict[tuple, bool] = {}  # (kind, source, target) -> whether such a node moves anything
+    sizes: dict[str, int] = {}
+    for node in facts.method.nodes:
+        kind = node.kind
+        if kind not in COPY_KINDS or not node.inputs:
+            continue
+        source = devices.get(node.inputs[0], UNREACHED)
+        target = CPU if kind is d2h else node.device
+        key = (kind, id(source), id(target))
+        moving = moves.get(key)
+        if moving is None:
+            moving = moves[key] = _direction(kind, source, target) is not None
+        if moving:
+            nbytes = nbytes_of(node.outputs[0] if node.outputs else None)
+            if nbytes is None:
+                nbytes = nbytes_of(node.inputs[0])
+            sizes[node.name] = nbytes or 0
+    return sizes
 
 
 def _traffic(facts: DeviceFacts) -> dict:
