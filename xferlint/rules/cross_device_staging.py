@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from functools import partial
 
 from xferlint.findings import Applicability
@@ -90,9 +89,8 @@ class CrossDeviceStaging(Rule):
             message = (f"{words.value_subject(ctx, trip.value)} goes {trip.source} -> cpu -> {trip.target}: "
                        f"{format_bytes(ctx.copies_bytes([trip.d2h, trip.h2d]))} per call")
             if not is_aten_copy(trip.h2d):  # ExecuTorch has no device-to-device copy: report only
-                yield replace(ctx.finding(self, message, trip.path(), anchor=trip.producer or trip.h2d,
-                                          copies=[trip.d2h, trip.h2d], detail=detail),
-                              fixable=False, fix_applicability=None)
+                yield ctx.finding(self, message, trip.path(), anchor=trip.producer or trip.h2d,
+                                  copies=[trip.d2h, trip.h2d], detail=detail, applicability=None)
                 continue
             alone = len(ctx.facts.readers(trip.d2h.output)) == 1 and not ctx.facts.is_output(trip.d2h.output)
             yield ctx.finding(self, message, trip.path(), anchor=trip.producer or trip.h2d,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import partial
 from operator import attrgetter
 from typing import Iterator, Optional
@@ -292,8 +292,5 @@ class DuplicateTransfer(Rule):
                 path.insert(0, (producer, "producer"))
             message = (f"{words.value_subject(ctx, dup.value)} is copied to {dup.device} again: "
                        f"{format_bytes(ctx.copies_bytes([dup.duplicate]))} per call")
-            finding = ctx.finding(self, message, path, anchor=dup.duplicate, copies=[dup.duplicate],
-                                  removes=[dup.duplicate] if fix is not None else (), detail=detail)
-            if fix != self.fix_applicability:
-                finding = replace(finding, fixable=fix is not None, fix_applicability=fix)
-            yield finding
+            yield ctx.finding(self, message, path, anchor=dup.duplicate, copies=[dup.duplicate],
+                              removes=[dup.duplicate] if fix is not None else (), detail=detail, applicability=fix)
