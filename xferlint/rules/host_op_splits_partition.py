@@ -86,9 +86,10 @@ def host_segments(facts: DeviceFacts) -> list[HostSegment]:
         return []
     d2hs = _by_device(leaving)
     keyed: list[tuple[tuple[int, str], HostSegment]] = []  # by first host op, then device name
+    seen: dict[int, set[int]] = {}  # `sources`, shared by every device: a host op's reads are the same for each
     for device in devices:
         name = str(device)  # once per device, not per segment: Device.__str__ is Python
-        found = _segments_for(facts, device, host, d2hs.get(device, []), h2ds.get(device, []))
+        found = _segments_for(facts, device, host, d2hs.get(device, []), h2ds.get(device, []), seen)
         keyed.extend([((s.host_ops[0].index, name), s) for s in found])
     keyed.sort(key=itemgetter(0))
     return [s for _, s in keyed]
@@ -114,9 +115,9 @@ def _by_device(pairs: list[tuple[object, Node]]) -> dict:
 
 
 def _segments_for(facts: DeviceFacts, device: Device, host: set[int], d2hs: list[Node],
-                  h2ds: list[Node]) -> list[HostSegment]:
+                  h2ds: list[Node], seen: dict[int, set[int]]) -> list[HostSegment]:
     nodes = facts.method.nodes
-    seen: dict[int, set[int]] = {}
+    readers = facts.readers
 
     def sources(i: int) -> set[int]:
         """The nodes whose writes node `i`'s reads can see (always, in SSA views; over a
@@ -132,8 +133,12 @@ def _segments_for(facts: DeviceFacts, device: Device, host: set[int], d2hs: list
 
     def host_readers(i: int):
         """The indices of the host ops that read what node `i` writes and see that write."""
-        return (r.index for v in nodes[i].outputs for r in facts.readers(v)
+        return (r.index for v in nodes[i].outputs for r in readers(v)
                 if r.index in host and i in sources(r.index))
+
+    if facts.method.cfg is None:
+        def host_readers(i: int):  # noqa: F811 - SSA: every reader sees every write (`sources`)
+            return (r.index for v in nodes[i].outputs for r in readers(v) if r.index in host)
 
     # what each copy touches, once: the reaches start there and the segments' copies are found there
     entries_of = {d.index: list(host_readers(d.index)) for d in d2hs}
