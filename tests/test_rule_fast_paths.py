@@ -140,7 +140,7 @@ def test_the_random_views_have_duplicates_to_find():
 # --------------------------------------------------------------------------- XF005
 
 
-def _reference_segments_for(facts, device, host, d2hs, h2ds):
+def _reference_segments_for(facts, device, host, d2hs, h2ds, seen=None):
     """The previous `_segments_for`: a reaching-writers look-up per read, per pass."""
     nodes = facts.method.nodes
     seen: dict = {}

@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import re
 import tokenize
+from functools import lru_cache
 from typing import Optional
 
 from xferlint.analyzer.view import Node, OpKind, SourceLocation
@@ -42,9 +43,12 @@ def strip_comment(code: str) -> str:
     return code.split("#", 1)[0].strip() or code.strip()
 
 
+@lru_cache(maxsize=4096)
 def expression(code: Optional[str]) -> Optional[str]:
     """The expression a source line evaluates: `h = torch.mm(x, w)  # cuda:0` -> `torch.mm(x, w)`,
-    `return torch.sin(h)` -> `torch.sin(h)`; shortened to MAX_EXPRESSION characters."""
+    `return torch.sin(h)` -> `torch.sin(h)`; shortened to MAX_EXPRESSION characters. Memoised by
+    the line's text: each finding's message quotes one, a few lines many times, and a line
+    with a comment is tokenized."""
     if not code:
         return None
     text = strip_comment(code)

@@ -28,6 +28,8 @@ DOC_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead", "F
 # OpKind members as module constants: `OpKind.X` looks the member up through the enum's
 # metaclass (~65 ns), and these tests run per node or per finding.
 _DELEGATE, _H2D, _TO_DEVICE, _GETITEM = OpKind.DELEGATE, OpKind.H2D, OpKind.TO_DEVICE, OpKind.GETITEM
+_UNSET = object()  # not looked up yet
+_RULES = object()  # `finding`'s applicability when the caller names none: the rule's own
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,13 @@ class RuleContext:
     _device_texts: dict = field(default_factory=dict, compare=False, repr=False)  # id(device) -> str
     _devices_seen: list = field(default_factory=list, compare=False, repr=False)
     _copy_bytes: dict = field(default_factory=dict, compare=False, repr=False)  # (index, name) -> copy_bytes
+    # `locate`'s answers by id(node), and one Location per SourceLocation by id: a look-up
+    # by id hashes no tuple and no dataclass (SourceLocation hashes in Python). The nodes
+    # and source locations are the view's, alive as long as this context; `_kept` keeps
+    # any other alive, so that its id stays its own.
+    _located: dict = field(default_factory=dict, compare=False, repr=False)
+    _locations: dict = field(default_factory=dict, compare=False, repr=False)
+    _kept: list = field(default_factory=list, compare=False, repr=False)
 
     # -- describing nodes ---------------------------------------------------------
     def device_str(self, node: Node) -> Optional[str]:
@@ -100,11 +109,12 @@ class RuleContext:
             return node.location if node is not None else None
         if not self.locatable():
             return None
-        key = ("node", node.index, node.name)
-        memo = self._memo
-        if key not in memo:
-            memo[key] = self._locate(node)
-        return memo[key]
+        located = self._located
+        found = located.get(id(node), _UNSET)
+        if found is _UNSET:
+            found = located[id(node)] = self._locate(node)
+            self._kept.append(node)
+        return found
 
     def locatable(self) -> bool:
         """Whether any node of the method, or any op inside one of its delegates, has a
@@ -112,9 +122,7 @@ class RuleContext:
         `locate` answers at once instead of scanning every node's neighbours."""
         found = self._memo.get(_LOCATABLE)
         if found is None:
-            nodes = self.method.nodes
-            found = self._memo[_LOCATABLE] = any(n.location is not None for n in nodes) or any(
-                op.location is not None for n in nodes if n.delegate is not None for op in n.delegate.ops)
+            found = self._memo[_LOCATABLE] = _any_located(self.method.nodes)
         return found
 
     def _locate(self, node: Node) -> Optional[SourceLocation]:
@@ -216,7 +224,16 @@ class RuleContext:
             location = self.locate(node)
         found = self._steps[key] = _STEP(node=node.name, target=node.target, role=role,
                                          device=self.device_str(node),
-                                         location=_location(location) if location is not None else None)
+                                         location=self._location(location) if location is not None else None)
+        return found
+
+    def _location(self, loc: SourceLocation) -> Location:
+        """One (immutable) Location per source location, shared by every step and finding
+        that points there (see `_located`)."""
+        found = self._locations.get(id(loc))
+        if found is None:
+            found = self._locations[id(loc)] = _location(loc)
+            self._kept.append(loc)
         return found
 
     def copy_bytes(self, node: Node) -> Optional[int]:
@@ -264,11 +281,15 @@ class RuleContext:
         removes: Sequence[Node] = (),
         detail: Optional[str] = None,
         location: Optional[SourceLocation] = None,
+        applicability: Any = _RULES,
     ) -> Finding:
         """A finding of `rule` along `path`. With `copies` (the copy nodes it is about) its
         bytes are theirs, summed (NOTES: one definition of bytes); without, `nbytes` is the
         tensor at issue. `removes` are the copies its fix deletes; they set `saves_bytes`.
-        `location` overrides where the finding points (a line inside a delegate)."""
+        `location` overrides where the finding points (a line inside a delegate);
+        `applicability` the rule's fix applicability for this finding (None: not fixable)."""
+        if applicability is _RULES:
+            applicability = rule.fix_applicability
         made, new = self._steps, self._new_step
         # one key and one look-up per step, made or not (`step`'s own, inline)
         steps = [made.get(key := (node.index, node.name, role)) or new(key, node, role) for node, role in path]
@@ -295,10 +316,10 @@ class RuleContext:
             nodes=[s.node for s in steps],
             devices=[s.device or "unknown" for s in steps],
             bytes=nbytes,
-            location=_location(location) if location is not None else None,
+            location=self._location(location) if location is not None else None,
             file=self._file(),
-            fixable=rule.fix_applicability is not None,
-            fix_applicability=rule.fix_applicability,
+            fixable=applicability is not None,
+            fix_applicability=applicability,
             steps=steps,
             copies=_names(copies),
             saves_bytes=saves,
@@ -312,6 +333,17 @@ class RuleContext:
         if _FILE not in memo:
             memo[_FILE] = os.path.abspath(self.program.file) if self.program.file else None
         return memo[_FILE]
+
+
+def _any_located(nodes: Sequence[Node]) -> bool:
+    """Whether a node, or an op inside a delegate, has a source line: one pass over the
+    nodes (on a `.pte` without debug info, every node is read, and reading 100,000 of them
+    is the cost: not twice)."""
+    for node in nodes:
+        if node.location is not None or (
+                node.delegate is not None and any(op.location is not None for op in node.delegate.ops)):
+            return True
+    return False
 
 
 def _names(nodes: Sequence[Node]) -> list[str]:
@@ -340,11 +372,8 @@ _LOCATABLE = ("locatable",)  # memo keys of RuleContext's once-per-method answer
 _FILE = ("file",)
 
 
-@lru_cache(maxsize=4096)
-def _location(loc: Optional[SourceLocation]) -> Optional[Location]:
-    """One (immutable) Location per distinct source location, shared by every step and finding."""
-    if loc is None:
-        return None
+def _location(loc: SourceLocation) -> Location:
+    """The finding's Location of a source location (`RuleContext._location` keeps one each)."""
     return _LOCATION(file=loc.file, line=loc.line, column=loc.column, function=loc.function, code=loc.code)
 
 

@@ -43,6 +43,8 @@ def constant_origin(facts: DeviceFacts, reader: Node, vid: str,
     host ops and its operands' answers, flattened once, here: a copy at the end of a
     chain of n host ops costs O(n), not the O(n^2) of a set per link.
     """
+    if _written_otherwise(facts.writers(vid)):  # most copies: settled before any frame is made
+        return None
     memo = {} if _memo is None else _memo
     cone = _run(facts, reader, vid, memo)
     if cone is None:
@@ -99,11 +101,18 @@ def _run(facts: DeviceFacts, reader: Node, vid: str, memo: dict) -> "Optional[_C
     return answer
 
 
+def _written_otherwise(writers: list[Node]) -> bool:
+    """Whether a value is written, and only by kinds that never write a constant (a D2H or
+    a method input, most often): then no write that a read of it sees is constant."""
+    if len(writers) == 1:  # most values
+        return writers[0].kind not in _CONSTANT_WRITERS
+    return bool(writers) and not any(w.kind in _CONSTANT_WRITERS for w in writers)
+
+
 def _cone(facts: DeviceFacts, reader: Node, vid: str, memo: dict):
     """The answer for `vid` as `reader` reads it (a generator frame of `_run`)."""
-    writers = facts.writers(vid)
-    if writers and not any(w.kind in _CONSTANT_WRITERS for w in writers):
-        return None  # written only by other kinds (a method input, most often): no write it sees is constant
+    if _written_otherwise(facts.writers(vid)):
+        return None
     key = (reader.index, vid)
     if key in memo:
         return memo[key]

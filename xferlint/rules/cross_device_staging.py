@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from functools import partial
 
 from xferlint.findings import Applicability
@@ -76,23 +75,23 @@ class CrossDeviceStaging(Rule):
             if trip.same_device:
                 continue
             nbytes = ctx.facts.nbytes(trip.value)
+            source, target = ctx.device_text(trip.source), ctx.device_text(trip.target)  # str(Device) is Python
             consumer = trip.consumers[0] if trip.consumers else None
-            target = f" for {ctx.describe(consumer)}" if consumer else ""
+            reader = f" for {ctx.describe(consumer)}" if consumer else ""
             detail = (
-                f"{tick(trip.value)} moves from {trip.source} to {trip.target} through host memory"
-                f"{target}: {tick(trip.d2h.name)} copies {format_bytes(nbytes)} to host and "
-                f"{tick(trip.h2d.name)} copies them on to {trip.target}, twice across the bus per call. "
-                + (f"torch copies device to device: move it with one `.to(\"{trip.target}\")`, not through "
+                f"{tick(trip.value)} moves from {source} to {target} through host memory"
+                f"{reader}: {tick(trip.d2h.name)} copies {format_bytes(nbytes)} to host and "
+                f"{tick(trip.h2d.name)} copies them on to {target}, twice across the bus per call. "
+                + (f"torch copies device to device: move it with one `.to(\"{target}\")`, not through "
                    f"`.cpu()`." if is_aten_copy(trip.h2d) else
                    "ExecuTorch has no device-to-device copy; if both partitions can run on one device, "
                    "give them the same target_device.")
             )
-            message = (f"{words.value_subject(ctx, trip.value)} goes {trip.source} -> cpu -> {trip.target}: "
+            message = (f"{words.value_subject(ctx, trip.value)} goes {source} -> cpu -> {target}: "
                        f"{format_bytes(ctx.copies_bytes([trip.d2h, trip.h2d]))} per call")
             if not is_aten_copy(trip.h2d):  # ExecuTorch has no device-to-device copy: report only
-                yield replace(ctx.finding(self, message, trip.path(), anchor=trip.producer or trip.h2d,
-                                          copies=[trip.d2h, trip.h2d], detail=detail),
-                              fixable=False, fix_applicability=None)
+                yield ctx.finding(self, message, trip.path(), anchor=trip.producer or trip.h2d,
+                                  copies=[trip.d2h, trip.h2d], detail=detail, applicability=None)
                 continue
             alone = len(ctx.facts.readers(trip.d2h.output)) == 1 and not ctx.facts.is_output(trip.d2h.output)
             yield ctx.finding(self, message, trip.path(), anchor=trip.producer or trip.h2d,

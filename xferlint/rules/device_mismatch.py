@@ -153,11 +153,12 @@ class DeviceMismatch(Rule):
         tainted: set[str] = set()
         explained: set[str] = set()
         pending: list[Node] = []  # inputs and constants whose tag disagrees with where they start
+        differs: dict = {}  # `_declared_mismatch`'s answers by the two devices' ids
         for node in ctx.method.nodes:
             kind = node.kind
             if kind is _INPUT or kind is _CONSTANT:
                 vid = node.outputs[0] if node.outputs else None  # node.output, without the property call
-                if vid and _declared_mismatch(facts, vid):
+                if vid and _declared_mismatch(facts, vid, differs):
                     pending.append(node)
                 continue
             if kind == _DELEGATE:
@@ -172,7 +173,7 @@ class DeviceMismatch(Rule):
             if tainted and any(v in tainted for v in node.inputs):  # most programs have no taint
                 tainted.update(node.outputs)
                 continue
-            if kind == _COMPUTE:
+            if kind == _COMPUTE and len(node.inputs) > 1:  # one operand is on one device
                 operands = _counted_operands(facts, node)
                 if _several_devices(operands) and all(facts.device(v) is not CONFLICT for v in node.inputs):
                     yield self._operands(ctx, node, operands)
@@ -180,7 +181,7 @@ class DeviceMismatch(Rule):
                     continue
             if kind in _DECLARED_KINDS:
                 for vid in node.outputs:
-                    if _declared_mismatch(facts, vid):
+                    if _declared_mismatch(facts, vid, differs):
                         yield self._declared(ctx, node, vid)
                         tainted.update(node.outputs)
                         break
@@ -337,7 +338,10 @@ def _short_grouped(ctx: RuleContext, pairs: list[tuple[str, Device]], reader: st
     return ", ".join(f"{' and '.join(names)} from {device}" for device, names in by_device.items()) + more
 
 
-def _declared_mismatch(facts: DeviceFacts, vid: str) -> bool:
+def _declared_mismatch(facts: DeviceFacts, vid: str, differs: dict) -> bool:
+    """Whether the value's recorded device is a device other than where it was solved to be.
+    `differs`: the answers so far by the two devices' ids (a Device compares in Python, a
+    program has a few device objects for 100,000 values; they outlive the check)."""
     # the dicts behind facts.value and facts.device, read directly: every input and
     # constant asks (100,000 of them in a wide program), and most answer at the first test
     value = facts.method.values.get(vid)
@@ -347,7 +351,13 @@ def _declared_mismatch(facts: DeviceFacts, vid: str) -> bool:
     if not isinstance(recorded, Device):
         return False
     inferred = facts.devices.get(vid)  # facts.device's default (UNREACHED) is no Device either
-    return isinstance(inferred, Device) and recorded is not inferred and recorded != inferred
+    if recorded is inferred or not isinstance(inferred, Device):
+        return False
+    key = (id(recorded), id(inferred))
+    found = differs.get(key)
+    if found is None:
+        found = differs[key] = recorded != inferred
+    return found
 
 
 def _sum_bytes(facts: DeviceFacts, vids: list[str]) -> Optional[int]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import partial
 from operator import attrgetter
 from typing import Iterator, Optional
@@ -269,6 +269,7 @@ class DuplicateTransfer(Rule):
     def check(self, ctx):
         facts = ctx.facts
         for dup in duplicate_copies(facts):
+            device = ctx.device_text(dup.device)  # str(Device) is Python
             nbytes = facts.nbytes(dup.duplicate.output) or facts.nbytes(dup.value)
             consumers = facts.readers(dup.duplicate.output)
             consumer = f" for {ctx.describe(consumers[0])}" if consumers else ""
@@ -282,7 +283,7 @@ class DuplicateTransfer(Rule):
                 f"{sharing_blocker(facts, dup)})"
             )
             detail = (
-                f"{tick(dup.value)} is copied to {dup.device} twice per call: {tick(dup.first.name)} already "
+                f"{tick(dup.value)} is copied to {device} twice per call: {tick(dup.first.name)} already "
                 f"holds it there, and {tick(dup.duplicate.name)} copies the same "
                 f"{format_bytes(nbytes)} again{consumer}. {advice}, or let one partition take both consumers."
             )
@@ -290,10 +291,7 @@ class DuplicateTransfer(Rule):
             producer = facts.writer(dup.value)
             if producer is not None:
                 path.insert(0, (producer, "producer"))
-            message = (f"{words.value_subject(ctx, dup.value)} is copied to {dup.device} again: "
+            message = (f"{words.value_subject(ctx, dup.value)} is copied to {device} again: "
                        f"{format_bytes(ctx.copies_bytes([dup.duplicate]))} per call")
-            finding = ctx.finding(self, message, path, anchor=dup.duplicate, copies=[dup.duplicate],
-                                  removes=[dup.duplicate] if fix is not None else (), detail=detail)
-            if fix != self.fix_applicability:
-                finding = replace(finding, fixable=fix is not None, fix_applicability=fix)
-            yield finding
+            yield ctx.finding(self, message, path, anchor=dup.duplicate, copies=[dup.duplicate],
+                              removes=[dup.duplicate] if fix is not None else (), detail=detail, applicability=fix)

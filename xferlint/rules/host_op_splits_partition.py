@@ -86,9 +86,10 @@ def host_segments(facts: DeviceFacts) -> list[HostSegment]:
         return []
     d2hs = _by_device(leaving)
     keyed: list[tuple[tuple[int, str], HostSegment]] = []  # by first host op, then device name
+    seen: dict[int, set[int]] = {}  # `sources`, shared by every device: a host op's reads are the same for each
     for device in devices:
         name = str(device)  # once per device, not per segment: Device.__str__ is Python
-        found = _segments_for(facts, device, host, d2hs.get(device, []), h2ds.get(device, []))
+        found = _segments_for(facts, device, host, d2hs.get(device, []), h2ds.get(device, []), seen)
         keyed.extend([((s.host_ops[0].index, name), s) for s in found])
     keyed.sort(key=itemgetter(0))
     return [s for _, s in keyed]
@@ -114,9 +115,9 @@ def _by_device(pairs: list[tuple[object, Node]]) -> dict:
 
 
 def _segments_for(facts: DeviceFacts, device: Device, host: set[int], d2hs: list[Node],
-                  h2ds: list[Node]) -> list[HostSegment]:
+                  h2ds: list[Node], seen: dict[int, set[int]]) -> list[HostSegment]:
     nodes = facts.method.nodes
-    seen: dict[int, set[int]] = {}
+    readers = facts.readers
 
     def sources(i: int) -> set[int]:
         """The nodes whose writes node `i`'s reads can see (always, in SSA views; over a
@@ -132,8 +133,12 @@ def _segments_for(facts: DeviceFacts, device: Device, host: set[int], d2hs: list
 
     def host_readers(i: int):
         """The indices of the host ops that read what node `i` writes and see that write."""
-        return (r.index for v in nodes[i].outputs for r in facts.readers(v)
+        return (r.index for v in nodes[i].outputs for r in readers(v)
                 if r.index in host and i in sources(r.index))
+
+    if facts.method.cfg is None:
+        def host_readers(i: int):  # noqa: F811 - SSA: every reader sees every write (`sources`)
+            return (r.index for v in nodes[i].outputs for r in readers(v) if r.index in host)
 
     # what each copy touches, once: the reaches start there and the segments' copies are found there
     entries_of = {d.index: list(host_readers(d.index)) for d in d2hs}
@@ -308,7 +313,7 @@ class HostOpSplitsPartition(Rule):
         after = _names(consumers, ctx.describe)
         ops = _host_ops(seg.host_ops)
         cpu_delegates = [n for n in seg.host_ops if is_cpu_delegate(n)]
-        kinds = _op_kinds(seg.host_ops)
+        kinds = _op_kinds(seg.host_ops) if cpu_delegates else _host_kinds(seg.host_ops)
         plural = len(seg.host_ops) > 1
         what = "host ops" if plural else ("a CPU delegate" if cpu_delegates else "host op")
         take = ", ".join([f"`{k}`" for k in kinds[:_SHOWN]]) or "the ops it delegated"
@@ -331,12 +336,16 @@ class HostOpSplitsPartition(Rule):
             f"{format_bytes(out_bytes)} to host and {format_bytes(back_bytes)} back per call "
             f"({len(seg.d2hs)} D2H, {len(seg.h2ds)} H2D), with a stream sync at each crossing. {advice}"
         )
-        path = ([(p, "producer") for p in producers] + [(d, "d2h") for d in d2hs]
-                + [(n, "host-op") for n in seg.host_ops] + [(h, "h2d") for h in h2ds]
-                + [(c, "consumer") for c in consumers])
-        copies = d2hs + h2ds
+        path = [(p, "producer") for p in producers]
+        path += [(d, "d2h") for d in d2hs]
+        path += [(n, "host-op") for n in seg.host_ops]
+        path += [(h, "h2d") for h in h2ds]
+        path += [(c, "consumer") for c in consumers]
+        # the copies' bytes, each copy once: the D2Hs and H2Ds are distinct nodes, each listed once
+        both = None if out_bytes is None or back_bytes is None else out_bytes + back_bytes
         message = (f"{_short_ops(seg.host_ops, kinds, cpu_delegates)} split{'' if plural else 's'} a "
-                   f"{device} partition: {format_bytes(ctx.copies_bytes(copies))} per call")
+                   f"{device} partition: {format_bytes(both if d2hs or h2ds else None)} per call")
+        copies = d2hs + h2ds
         return ctx.finding(self, message, path, anchor=_first_located(ctx, seg.host_ops),
                            location=_first_location(seg.host_ops), copies=copies, detail=detail)
 
@@ -361,6 +370,14 @@ def _subject(plural: bool, delegates: bool) -> str:
 
 def _backend(node: Node) -> str:
     return node.delegate.backend if node.delegate is not None else "unknown"
+
+
+def _host_kinds(nodes) -> list[str]:
+    """`_op_kinds` of host ops none of which is a CPU delegate."""
+    kinds = {op_name(n.target) for n in nodes if n.kind is _COMPUTE}
+    if not kinds and nodes:
+        return [op_name(nodes[0].target)]
+    return sorted(kinds)
 
 
 def _op_kinds(nodes) -> list[str]:
