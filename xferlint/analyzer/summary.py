@@ -207,19 +207,23 @@ def method_transfers(input: str, program: str, method: MethodView, facts: Device
                            fixable_savings=savings, **dict(counts, pairs=list(counts["pairs"])))
 
 
+def _copy_nodes(facts: DeviceFacts):
+    """(node, kind, source device, target device) of each copy node with an operand."""
+    devices = facts.devices
+    d2h = OpKind.D2H  # once: an enum member look-up is ~65 ns
+    for node in facts.method.nodes:
+        kind = node.kind
+        if kind in COPY_KINDS and node.inputs:
+            yield node, kind, devices.get(node.inputs[0], UNREACHED), CPU if kind is d2h else node.device
+
+
 def _sizes(facts: DeviceFacts) -> dict[str, int]:
     """Bytes per call of each copy by its node's name (0 when symbolic): what the findings'
     `copies` and `removes` are counted by, without a Copy per copy (see `_traffic`)."""
-    devices, nbytes_of = facts.devices, facts.nbytes
-    d2h = OpKind.D2H
+    nbytes_of = facts.nbytes
     moves: dict[tuple, bool] = {}  # (kind, source, target) -> whether such a node moves anything
     sizes: dict[str, int] = {}
-    for node in facts.method.nodes:
-        kind = node.kind
-        if kind not in COPY_KINDS or not node.inputs:
-            continue
-        source = devices.get(node.inputs[0], UNREACHED)
-        target = CPU if kind is d2h else node.device
+    for node, kind, source, target in _copy_nodes(facts):
         key = (kind, id(source), id(target))
         moving = moves.get(key)
         if moving is None:
@@ -236,16 +240,10 @@ def _traffic(facts: DeviceFacts) -> dict:
     """`traffic_counts(copies(facts))`, without a Copy per copy: the copies are counted by
     (kind, source device object, target device object), each group's direction and device
     names worked out once (a method has a handful of groups and may have 100,000 copies)."""
-    devices, nbytes_of = facts.devices, facts.nbytes
-    d2h = OpKind.D2H  # once: an enum member look-up is ~65 ns
+    nbytes_of = facts.nbytes
     groups: dict[tuple, Optional[list]] = {}  # key -> [direction, source, target, copies, bytes, symbolic]
     in_control_flow = 0
-    for node in facts.method.nodes:
-        kind = node.kind
-        if kind not in COPY_KINDS or not node.inputs:
-            continue
-        source = devices.get(node.inputs[0], UNREACHED)
-        target = CPU if kind is d2h else node.device
+    for node, kind, source, target in _copy_nodes(facts):
         key = (kind, id(source), id(target))  # the devices outlive this loop: their ids stay theirs
         group = groups.get(key, _NEW)
         if group is _NEW:

@@ -202,6 +202,18 @@ _NODE_DEFAULTS = {"index": 0, "name": "", "kind": OpKind.COMPUTE, "target": "", 
                   "device": None, "location": None, "delegate": None, "scope": "", "mutates": False}
 
 
+def _fresh(proto: dict, whole: bool) -> tuple[Optional[Node], dict]:
+    """(a new Node whose own `__dict__` starts as a copy of `proto`, that dict) for the
+    caller to set the fields that differ in; where Nodes cannot be built that way (not
+    `_NODE_WHOLE`), (None, a dict to build one from with `_NODE.of`)."""
+    if not whole:
+        return None, dict(proto)
+    node = _new(Node)
+    state = node.__dict__
+    state.update(proto)
+    return node, state
+
+
 _flatten = _chain.from_iterable
 _ARGS = attrgetter("args")
 _OUTPUTS = attrgetter("outputs")
@@ -377,12 +389,7 @@ class _MethodBuilder:
         proto = dict(_NODE_DEFAULTS, kind=OpKind.INPUT, target="input")
         for k, i in enumerate(self.plan.inputs):
             vid = ids[i]
-            if whole:
-                node = _new(Node)
-                state = node.__dict__
-                state.update(proto)
-            else:
-                state = dict(proto)
+            node, state = _fresh(proto, whole)
             state["index"] = len(nodes)
             state["name"] = f"input {k} ({vid})"
             state["outputs"] = (vid,)
@@ -467,12 +474,7 @@ class _MethodBuilder:
             mutates = kind is compute and any(map(operands.__contains__, results))
             if lists and not lists.isdisjoint(operands):
                 operands = _expand_lists(plan, operands)
-            if whole:
-                node = _new(Node)
-                state = node.__dict__
-                state.update(proto)
-            else:
-                state = dict(proto)
+            node, state = _fresh(proto, whole)
             state["index"] = len(nodes)
             state["name"] = f"{head}{k} ({label})"
             state["inputs"] = tuple(map(name_of, operands))
