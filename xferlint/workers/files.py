@@ -7,7 +7,7 @@ they are cut into `jobs` runs of consecutive files, about equal in bytes, and ea
 checked in a forked child: load -> analyze -> rules, the per-file ignores, and the fix
 trial that settles which findings are fixable (`fixes.driver.settle_fixability`,
 decisions only), as the parent would run them. Each file comes back as a `Partial` (its
-settled findings, transfer summary, noqa record, and its programs' names without their
+settled findings, transfer summary, noqa record, and its programs without their
 methods), and the parent merges them in input order, so the report is the same byte for
 byte whatever `jobs`.
 
@@ -23,7 +23,7 @@ its files to be checked here, one after another, as without workers.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Optional, Sequence
 
 from xferlint.analyzer.view import ProgramView
@@ -70,10 +70,10 @@ def chunks(here: Sequence[Slot], jobs: int) -> Optional[list[list[Slot]]]:
 
 
 def _hollow(view: ProgramView) -> ProgramView:
-    """The program's name, kind and file without its methods: all a plain check's report
-    asks of it once its findings and transfer summary are made (sending the methods back
-    cost the parent more to unpickle than checking the files took)."""
-    return ProgramView(input=view.input, name=view.name, kind=view.kind, file=view.file)
+    """The program without its methods: all a plain check's report asks of it once its
+    findings and transfer summary are made (sending the methods back cost the parent more
+    to unpickle than checking the files took)."""
+    return replace(view, methods=())
 
 
 def warm_up(here: Sequence[Slot], timelines: bool) -> None:
