@@ -55,15 +55,14 @@ class RuleContext:
     program: ProgramView
     method: MethodView
     facts: DeviceFacts
-    # Memos of `locate` (per node, per value) and of operand positions in wide calls: the
-    # facts never change, and each finding locates every node of its path two or three
-    # times. Keyed by (node index, name) / value id, within this method.
+    # Once-per-method answers (`locatable`, the file, what `shared` computes), by key: the
+    # facts never change, and each finding locates every node of its path two or three times.
     _memo: dict = field(default_factory=dict, compare=False, repr=False)
     # The Steps made so far, by (node index, name, role): a finding's path shares them.
     _steps: dict = field(default_factory=dict, compare=False, repr=False)
     _device_texts: dict = field(default_factory=dict, compare=False, repr=False)  # id(device) -> str
     _devices_seen: list = field(default_factory=list, compare=False, repr=False)
-    _copy_bytes: dict = field(default_factory=dict, compare=False, repr=False)  # (index, name) -> copy_bytes
+    _copy_bytes: dict = field(default_factory=dict, compare=False, repr=False)  # id(node) -> copy_bytes
     # `locate`'s answers by id(node), and one Location per SourceLocation by id: a look-up
     # by id hashes no tuple and no dataclass (SourceLocation hashes in Python). The nodes
     # and source locations are the view's, alive as long as this context; `_kept` keeps
@@ -71,6 +70,13 @@ class RuleContext:
     _located: dict = field(default_factory=dict, compare=False, repr=False)
     _locations: dict = field(default_factory=dict, compare=False, repr=False)
     _kept: list = field(default_factory=list, compare=False, repr=False)
+    # `_located_reader`, `_located_writer`, `_inside_written`: value id -> SourceLocation or None
+    _reader_locations: dict = field(default_factory=dict, compare=False, repr=False)
+    _writer_locations: dict = field(default_factory=dict, compare=False, repr=False)
+    _inside_locations: dict = field(default_factory=dict, compare=False, repr=False)
+    # `_position`: id(node) -> {value id: its first position among the operands / results}
+    _input_positions: dict = field(default_factory=dict, compare=False, repr=False)
+    _output_positions: dict = field(default_factory=dict, compare=False, repr=False)
 
     # -- describing nodes ---------------------------------------------------------
     def device_str(self, node: Node) -> Optional[str]:
@@ -107,12 +113,11 @@ class RuleContext:
         """
         if node is None or node.location is not None:
             return node.location if node is not None else None
-        if not self.locatable():
-            return None
-        located = self._located
-        found = located.get(id(node), _UNSET)
+        found = self._located.get(id(node), _UNSET)  # before `locatable`: most asks are repeats
         if found is _UNSET:
-            found = located[id(node)] = self._locate(node)
+            if not self.locatable():
+                return None
+            found = self._located[id(node)] = self._locate(node)
             self._kept.append(node)
         return found
 
@@ -152,28 +157,43 @@ class RuleContext:
         round trips), keyed by a name of the caller's."""
         return self._cached(("shared", key), compute)
 
+    # The three neighbour scans below are memoised per value by hand rather than through
+    # `_cached`: a key tuple and a closure per ask were a third of locating.
     def _located_reader(self, vid: Optional[str]) -> Optional[SourceLocation]:
         """The location of the first reader of `vid` that has one."""
-        return self._cached(("reader", vid), lambda: self._first_located(self.facts.readers(vid)))
+        memo = self._reader_locations
+        found = memo.get(vid, _UNSET)
+        if found is _UNSET:
+            found = memo[vid] = self._first_located(self.facts.readers(vid))
+        return found
 
     def _located_writer(self, vid: str) -> Optional[SourceLocation]:
-        return self._cached(("writer", vid), lambda: self._first_located(self.facts.writers(vid)))
+        memo = self._writer_locations
+        found = memo.get(vid, _UNSET)
+        if found is _UNSET:
+            found = memo[vid] = self._first_located(self.facts.writers(vid))
+        return found
 
     def _inside_written(self, vid: str) -> Optional[SourceLocation]:
         """The first writer of `vid` that carries a delegate's result: the op inside that produced it."""
-        return self._cached(("inside", vid), lambda: next(
-            (loc for w in self.facts.writers(vid) for loc in (self._inside_writing(w),) if loc is not None), None))
+        memo = self._inside_locations
+        found = memo.get(vid, _UNSET)
+        if found is _UNSET:
+            found = memo[vid] = next((loc for w in self.facts.writers(vid)
+                                      for loc in (self._inside_writing(w),) if loc is not None), None)
+        return found
 
     def _position(self, node: Node, vid: str, outputs: bool) -> Optional[int]:
         """Where `vid` first appears among `node`'s operands (or results); None if not at all.
         One dict per node, so a delegate with 100,000 operands is not scanned once per operand."""
-        key = ("position", node.index, node.name, outputs)
-        positions = self._memo.get(key)
+        memo = self._output_positions if outputs else self._input_positions
+        positions = memo.get(id(node))
         if positions is None:
             positions = {}
             for k, v in enumerate(node.outputs if outputs else node.inputs):
                 positions.setdefault(v, k)
-            self._memo[key] = positions
+            memo[id(node)] = positions
+            self._kept.append(node)
         return positions.get(vid)
 
     def _inside_reading(self, delegate: Node, vid: Optional[str]) -> Optional[SourceLocation]:
@@ -220,8 +240,8 @@ class RuleContext:
     def _new_step(self, key: tuple, node: Node, role: str) -> Step:
         """The Step of `node` in `role`, made and kept under `key` (see `step`)."""
         location = node.location
-        if location is None and self.locatable():
-            location = self.locate(node)
+        if location is None:
+            location = self.locate(node)  # None at once where nothing is locatable
         found = self._steps[key] = _STEP(node=node.name, target=node.target, role=role,
                                          device=self.device_str(node),
                                          location=self._location(location) if location is not None else None)
@@ -240,13 +260,14 @@ class RuleContext:
         """Bytes one copy node moves per call: its result's, else its operand's; None when symbolic.
         Memoised per node: a finding's message, bytes and savings each sum its copies."""
         sizes = self._copy_bytes
-        key = (node.index, node.name)
-        if key in sizes:
-            return sizes[key]
+        nbytes = sizes.get(id(node), _UNSET)
+        if nbytes is not _UNSET:
+            return nbytes
         nbytes = self.facts.nbytes(node.output)
         if nbytes is None and node.inputs:
             nbytes = self.facts.nbytes(node.inputs[0])
-        sizes[key] = nbytes
+        sizes[id(node)] = nbytes
+        self._kept.append(node)
         return nbytes
 
     def copies_bytes(self, nodes: Iterable[Node]) -> Optional[int]:
