@@ -105,8 +105,10 @@ def read_input(path: str, label: str, *, what: str, limit: int, header: int = 0,
         if head:  # the whole file in one read, the header again: no copy joining it to the rest
             os.lseek(fd, 0, os.SEEK_SET)
         data = _read_exactly(fd, size + 1)  # one byte more: a file that grew is refused
-        if len(data) != size or not data.startswith(head):
+        if len(data) != size:
             raise InputError(f"{label}: changed while it was read ({size} bytes, then {len(data)})")
+        if not data.startswith(head):  # same size, other bytes: sizes would read "N bytes, then N"
+            raise InputError(f"{label}: changed while it was read (its first {len(head)} bytes differ)")
         return data
     except OSError as exc:
         raise InputError(f"{label}: cannot be read ({exc.strerror or exc})") from None
