@@ -16,6 +16,7 @@ from xferlint.rules.base import Example, Rule, RuleContext, format_bytes
 # Nodes whose result is fixed when all their operands are: computed on host, no effects.
 _PURE_HOST = frozenset({OpKind.COMPUTE, OpKind.ALIAS, OpKind.GETITEM, OpKind.MOVE})
 _CONSTANT_WRITERS = _PURE_HOST | {OpKind.CONSTANT}  # the only writers a constant value may have
+_CONSTANT_NODE = OpKind.CONSTANT  # once: an enum member look-up is ~65 ns, and this is per copy
 _KIND_WORDS = {"parameter": "parameter", "buffer": "buffer", "constant_tensor": "lifted constant",
                "constant": "constant", "custom_obj": "constant"}
 
@@ -43,8 +44,12 @@ def constant_origin(facts: DeviceFacts, reader: Node, vid: str,
     host ops and its operands' answers, flattened once, here: a copy at the end of a
     chain of n host ops costs O(n), not the O(n^2) of a set per link.
     """
-    if _written_otherwise(facts.writers(vid)):  # most copies: settled before any frame is made
+    writers = facts.writers(vid)
+    if _written_otherwise(writers):  # most copies: settled before any frame is made
         return None
+    if len(writers) == 1 and writers[0].kind is not _CONSTANT_NODE and any(
+            _written_otherwise(facts.writers(operand)) for operand in writers[0].inputs):
+        return None  # a host op over a D2H's result (most often): `_cone` would answer None, frame by frame
     memo = {} if _memo is None else _memo
     cone = _run(facts, reader, vid, memo)
     if cone is None:

@@ -83,7 +83,7 @@ class PlannedDeviceMismatch(Rule):
                 continue
             tag = value.spec_device or value.declared_device
             buffer = buffers[placement.buffer]
-            if tag is None or tag == buffer:
+            if tag is None or tag is buffer or tag == buffer:  # `is` first: a Device compares in Python
                 continue  # what follows flags only data on its declared device, in another's buffer
             # An FX graph names one planned tensor several times (its memory.alloc, the out-variant
             # op writing it, a delegate result and its getitem): the op that writes it speaks for it.
