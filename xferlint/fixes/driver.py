@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import fields
 from typing import Optional, Sequence
 
 from xferlint.analyzer.view import ProgramView
@@ -88,9 +88,26 @@ def _mark_refused(findings: list[Finding], refused: dict[tuple, str]) -> list[Fi
     out = []
     for f in findings:
         reason = refused.get(finding_key(f)) if f.fixable else None
-        out.append(f if reason is None else replace(f, fixable=False, fix_applicability=None, saves_bytes=None,
-                                                    fix_refused=reason))
+        out.append(f if reason is None else _unfixable(f, reason))
     return out
+
+
+_REFUSED = ("fixable", "fix_applicability", "saves_bytes", "fix_refused")  # what `_unfixable` sets
+_KEPT = tuple(getattr(Finding, f.name) for f in fields(Finding) if f.name not in _REFUSED)  # slots (BOUNDARY)
+
+
+def _unfixable(finding: Finding, reason: str) -> Finding:
+    """`replace(finding, fixable=False, fix_applicability=None, saves_bytes=None,
+    fix_refused=reason)`, copied slot by slot: replace() gathers every field by keyword for
+    the frozen `__init__`, and a large `.pte` has tens of thousands of refused findings."""
+    new = object.__new__(Finding)
+    for slot in _KEPT:
+        slot.__set__(new, slot.__get__(finding))
+    Finding.fixable.__set__(new, False)
+    Finding.fix_applicability.__set__(new, None)
+    Finding.saves_bytes.__set__(new, None)
+    Finding.fix_refused.__set__(new, reason)
+    return new
 
 
 def settle_fixability(run: CheckRun, rules: Sequence[Rule], *, unsafe_fixes: bool = False,

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from xferlint.analyzer.view import MethodView
 from xferlint.findings import Finding
 from xferlint.fixes.plan import FixPlan
+from xferlint.frozen import fast_constructor
 
 
 @dataclass(frozen=True)
@@ -22,6 +23,11 @@ class Skipped:
     nodes: tuple[str, ...]
     reason: str
     unsafe: bool = False  # would apply with --unsafe-fixes
+
+
+# One per refused finding, each round and pass of a `.pte` fix trial: built by keyword
+# without the frozen dataclass `__init__` (one `object.__setattr__` per field).
+new_skipped = fast_constructor(Skipped)
 
 
 @dataclass

@@ -27,6 +27,7 @@ from typing import Iterable, NamedTuple, Optional, Sequence
 from xferlint.analyzer.facts import DeviceFacts
 from xferlint.analyzer.view import COPY_KINDS, MethodView, Node
 from xferlint.findings import Applicability, Finding
+from xferlint.frozen import fast_constructor
 from xferlint.run_caches import run_cache
 
 OUTPUT = "<output>"  # Rewire.reader for the method's outputs
@@ -84,6 +85,13 @@ class FixPlan:
         """Bytes per call the removed copies moved (None if any is symbolic)."""
         sizes = [c.nbytes for c in self.copies]
         return None if any(s is None for s in sizes) else sum(s for s in sizes if s is not None)
+
+
+# A plan and its rewires per fixable finding, planned again each round and pass of a fix
+# trial (tens of thousands on a large `.pte`): built by keyword without the frozen
+# dataclass `__init__` (one `object.__setattr__` per field, most of a plan's cost).
+new_plan = fast_constructor(FixPlan)
+new_rewire = fast_constructor(Rewire)
 
 
 @dataclass(frozen=True)
@@ -179,10 +187,10 @@ def _resolved(plan: FixPlan, granted: dict[str, tuple], by_name: dict[str, Node]
         node = by_name.get(n)
         if node is not None and node.kind in COPY_KINDS:
             copies.append(RemovedCopy(node=n, kind=node.kind.value, nbytes=facts.nbytes(node.output)))
-    # the constructor, not dataclasses.replace: a plan per finding, and replace() is slow
-    return FixPlan(code=plan.code, name=plan.name, method=plan.method, finding=plan.finding,
-                   applicability=plan.applicability, summary=plan.summary, rewires=plan.rewires,
-                   removes=removes, removes_if_dead=(), copies=tuple(copies))
+    # a new plan, not dataclasses.replace: a plan per finding, and replace() is slow
+    return new_plan(code=plan.code, name=plan.name, method=plan.method, finding=plan.finding,
+                    applicability=plan.applicability, summary=plan.summary, rewires=plan.rewires,
+                    removes=removes, removes_if_dead=(), copies=tuple(copies))
 
 
 class Step(NamedTuple):

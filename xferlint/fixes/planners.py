@@ -11,7 +11,7 @@ from typing import Callable, Optional, Union
 
 from xferlint.analyzer.view import Node, OpKind
 from xferlint.findings import Applicability, Finding
-from xferlint.fixes.plan import OUTPUT, FixPlan, NoFix, Rewire
+from xferlint.fixes.plan import OUTPUT, FixPlan, NoFix, new_plan, new_rewire
 from xferlint.rules._patterns import RoundTrip, is_aten_copy, method_round_trips, tick
 from xferlint.rules.base import RuleContext
 from xferlint.rules.duplicate_transfer import (
@@ -68,8 +68,8 @@ def _no(finding: Finding, reason: str) -> NoFix:
 
 
 def _plan(finding: Finding, summary: str, applicability: Applicability = Applicability.SAFE, **edits) -> FixPlan:
-    return FixPlan(code=finding.code, name=finding.name, method=finding.method, finding=tuple(finding.nodes),
-                   applicability=applicability, summary=summary, **edits)
+    return new_plan(code=finding.code, name=finding.name, method=finding.method, finding=tuple(finding.nodes),
+                    applicability=applicability, summary=summary, **edits)
 
 
 def _mutation(ctx: RuleContext, *values: str) -> Optional[str]:
@@ -99,7 +99,7 @@ def plan_redundant_round_trip(ctx: RuleContext, finding: Finding) -> Planned:
     return _plan(
         finding,
         f"read {tick(trip.value)} directly, remove {tick(h2d.name)} (and {tick(trip.d2h.name)} once dead)",
-        rewires=tuple(Rewire(reader=name, old=h2d.output, new=trip.value) for name in readers),
+        rewires=tuple(new_rewire(reader=name, old=h2d.output, new=trip.value) for name in readers),
         removes=(h2d.name,),
         removes_if_dead=(trip.d2h.name,),
     )
@@ -120,7 +120,7 @@ def plan_cross_device_staging(ctx: RuleContext, finding: Finding) -> Planned:
     return _plan(
         finding,
         f"copy {tick(trip.value)} to {trip.target} directly in {tick(h2d.name)}, remove {tick(trip.d2h.name)} once dead",
-        rewires=(Rewire(reader=h2d.name, old=trip.d2h.output, new=trip.value),),
+        rewires=(new_rewire(reader=h2d.name, old=trip.d2h.output, new=trip.value),),
         removes_if_dead=(trip.d2h.name,),
     )
 
@@ -162,9 +162,9 @@ def plan_duplicate_transfer(ctx: RuleContext, finding: Finding) -> Planned:
     if how is None:
         return _no(finding, sharing_blocker(facts, pair) or "the copies cannot be shared")
     readers = dict.fromkeys(r.name for r in facts.readers(dup.output))
-    rewires = [Rewire(reader=name, old=dup.output, new=first.output) for name in readers]
+    rewires = [new_rewire(reader=name, old=dup.output, new=first.output) for name in readers]
     if facts.is_output(dup.output):
-        rewires.append(Rewire(reader=OUTPUT, old=dup.output, new=first.output))
+        rewires.append(new_rewire(reader=OUTPUT, old=dup.output, new=first.output))
     return _plan(
         finding,
         f"read {tick(first.name)} instead of {tick(dup.name)}, remove {tick(dup.name)}",

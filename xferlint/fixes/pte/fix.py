@@ -26,7 +26,7 @@ from xferlint.analyzer.view import MethodView, Node, ProgramView
 from xferlint.errors import FixError
 from xferlint.findings import Finding, Severity
 from xferlint.fixes.engine import MAX_ROUNDS, plan_method
-from xferlint.fixes.outcome import MethodOutcome, Skipped
+from xferlint.fixes.outcome import MethodOutcome, new_skipped
 from xferlint.fixes.plan import OUTPUT, DeadClosure, FixPlan, finding_key, nodes_by_name
 from xferlint.fixes.planners import PLANNERS
 from xferlint.fixes.result import FixResult
@@ -215,7 +215,8 @@ class _Linter:
 
 def _skip(outcome: MethodOutcome, exclude: set, plans: Sequence[FixPlan], reason: str) -> None:
     for plan in plans:
-        outcome.skipped.append(Skipped(plan.code, plan.name, plan.method, tuple(plan.finding), reason))
+        outcome.skipped.append(new_skipped(code=plan.code, name=plan.name, method=plan.method,
+                                           nodes=tuple(plan.finding), reason=reason))
         exclude.add(plan.key)
 
 
@@ -242,11 +243,13 @@ def _decide(view: ProgramView, index: int, native: PteNative, linter: _Linter, u
     # unresolved: only the accepted plans are resolved (`_patchable` says why that is the same)
     planning = plan_method(view, method, linter.rules, unsafe_fixes, exclude=exclude, lint=linter, resolved=False)
     for no in planning.no_fix:
-        outcome.skipped.append(Skipped(no.code, no.name, no.method, tuple(no.finding), no.reason))
+        outcome.skipped.append(new_skipped(code=no.code, name=no.name, method=no.method, nodes=tuple(no.finding),
+                                           reason=no.reason))
         exclude.add(no.key)
     for plan in planning.unsafe:
-        outcome.skipped.append(Skipped(plan.code, plan.name, plan.method, tuple(plan.finding),
-                                       "the fix is unsafe: " + plan.summary, unsafe=True))
+        outcome.skipped.append(new_skipped(code=plan.code, name=plan.name, method=plan.method,
+                                           nodes=tuple(plan.finding), reason="the fix is unsafe: " + plan.summary,
+                                           unsafe=True))
         exclude.add(plan.key)
     if not planning.selected:  # nothing to decide: no closure, no memory plan to index
         return None
@@ -361,7 +364,8 @@ def _named_back(outcomes: list[MethodOutcome], marks: list[int], renames: list[l
             nodes = s.nodes
             for step in steps:
                 nodes = tuple(step.get(n, n) for n in nodes)
-            outcome.skipped[k] = Skipped(s.code, s.name, s.method, nodes, s.reason, s.unsafe)
+            outcome.skipped[k] = new_skipped(code=s.code, name=s.name, method=s.method, nodes=nodes, reason=s.reason,
+                                              unsafe=s.unsafe)
 
 
 def _round(state: dict, linter: _Linter, unsafe_fixes: bool, outcomes: list[MethodOutcome],
