@@ -215,16 +215,14 @@ _NODE_DEFAULTS = {"index": 0, "name": "", "kind": OpKind.COMPUTE, "target": "", 
                   "device": None, "location": None, "delegate": None, "scope": "", "mutates": False}
 
 
-def _fresh(proto: dict, whole: bool) -> tuple[Optional[Node], dict]:
-    """(a new Node whose own `__dict__` starts as a copy of `proto`, that dict) for the
-    caller to set the fields that differ in; where Nodes cannot be built that way (not
-    `_NODE_WHOLE`), (None, a dict to build one from with `_NODE.of`)."""
-    if not whole:
-        return None, dict(proto)
-    node = _new(Node)
-    state = node.__dict__
-    state.update(proto)
-    return node, state
+class _Draft:
+    """What the node loops fill where a Node cannot be built by filling its own `__dict__`
+    (not `_NODE_WHOLE`): its `__dict__` becomes a Node through `_NODE.of`."""
+
+
+# The class the node loops make: each starts from `object.__new__`, its `__dict__` filled
+# from a prototype in the loop itself (a call per node cost as much as its fields).
+_NODE_CLASS = Node if _NODE_WHOLE else _Draft
 
 
 _flatten = _chain.from_iterable
@@ -415,11 +413,11 @@ class _MethodBuilder:
         """Append one INPUT node per method input (built in the loop, as `_chain_nodes`
         builds kernel calls: a method may take 100,000 inputs)."""
         nodes, ids, whole = self.nodes, self.ids, _NODE_WHOLE
-        new = _new
+        new, cls = _new, _NODE_CLASS
         proto = dict(_NODE_DEFAULTS, kind=OpKind.INPUT, target="input")
         for k, i in enumerate(self.plan.inputs):
             vid = ids[i]
-            node = new(Node)
+            node = new(cls)
             state = node.__dict__
             state.update(proto)
             state["index"] = len(nodes)
@@ -489,7 +487,7 @@ class _MethodBuilder:
         locate = chain.stacktrace is not None or (c == 0 and bool(self.locations))
         location = None
         whole = _NODE_WHOLE
-        new = _new
+        new, cls = _new, _NODE_CLASS
         for k, ins in enumerate(chain.instructions):
             if locate:
                 location = _location(chain, k) or (self.locations.get(k) if c == 0 else None)
@@ -507,7 +505,7 @@ class _MethodBuilder:
             mutates = kind is compute and any(map(operands.__contains__, results))
             if lists and not lists.isdisjoint(operands):
                 operands = _expand_lists(plan, operands)
-            node = new(Node)
+            node = new(cls)
             state = node.__dict__
             state.update(proto)
             state["index"] = len(nodes)
