@@ -30,8 +30,8 @@ several chains), so findings locate as `model.pte:forward:instr 12 (aten::cos.ou
 
 import os
 from functools import cached_property, lru_cache
-from itertools import chain as _chain, count, repeat
-from operator import attrgetter
+from itertools import chain as _chain, compress, count, repeat
+from operator import attrgetter, itemgetter
 from typing import NamedTuple, Optional
 
 from xferlint.analyzer.cfg import ControlFlowGraph
@@ -82,6 +82,19 @@ def target_name(name: str, overload: str) -> str:
 @lru_cache(maxsize=256)
 def device_of(device_type: int, device_index: int) -> Device:
     return Device(pp.DEVICE_NAMES.get(device_type, f"device{device_type}"), device_index)
+
+
+def _value_ids(n: int) -> list[str]:
+    """`value_id(i)` for every i < n. Past the first thousand each is one concatenation, a
+    thousand's head and a three-digit tail (`v12` + `345`): formatting an int costs twice as
+    much, and a method may have 200,000 values."""
+    ids = [f"v{i}" for i in range(min(n, 1000))]
+    if n > 1000:
+        tails = [f"{k:03d}" for k in range(1000)]
+        for thousand in range(1, (n - 1) // 1000 + 1):
+            ids.extend(map(ids[thousand].__add__, tails))
+        del ids[n:]
+    return ids
 
 
 class PteMethodMap:
@@ -202,16 +215,14 @@ _NODE_DEFAULTS = {"index": 0, "name": "", "kind": OpKind.COMPUTE, "target": "", 
                   "device": None, "location": None, "delegate": None, "scope": "", "mutates": False}
 
 
-def _fresh(proto: dict, whole: bool) -> tuple[Optional[Node], dict]:
-    """(a new Node whose own `__dict__` starts as a copy of `proto`, that dict) for the
-    caller to set the fields that differ in; where Nodes cannot be built that way (not
-    `_NODE_WHOLE`), (None, a dict to build one from with `_NODE.of`)."""
-    if not whole:
-        return None, dict(proto)
-    node = _new(Node)
-    state = node.__dict__
-    state.update(proto)
-    return node, state
+class _Draft:
+    """What the node loops fill where a Node cannot be built by filling its own `__dict__`
+    (not `_NODE_WHOLE`): its `__dict__` becomes a Node through `_NODE.of`."""
+
+
+# The class the node loops make: each starts from `object.__new__`, its `__dict__` filled
+# from a prototype in the loop itself (a call per node cost as much as its fields).
+_NODE_CLASS = Node if _NODE_WHOLE else _Draft
 
 
 _flatten = _chain.from_iterable
@@ -259,7 +270,7 @@ class _MethodBuilder:
         self.nodes: list[Node] = []
         self.buffer_devices = self._buffer_devices()
         self.input_set = frozenset(plan.inputs)
-        self.ids = [f"v{i}" for i in range(len(plan.values))]  # `value_id` of each, made once (without a call each)
+        self.ids = _value_ids(len(plan.values))  # `value_id` of each, made once
         self._fields: dict[tuple, dict] = {}
         self.constants: list[int] = []  # constant tensors but inputs: a CONSTANT node each
         self.state: list[int] = []  # constants and named mutable buffers
@@ -280,41 +291,57 @@ class _MethodBuilder:
 
     def _values(self) -> dict[str, Value]:
         """Every value by id. Equal tensor infos (and input-ness) give equal metadata, built
-        once per method; the reader hands equal values over as one object, so each value
-        looks its metadata up by identity first (hashing a TensorInfo costs more)."""
-        inputs = self.input_set
-        by_object: tuple[dict, dict] = ({}, {})  # [is input] id(EValueInfo) -> (proto, constant, state)
+        once per method. The reader hands equal values over as one object: each distinct
+        object's kind is worked out once (again as an input where a method input is one),
+        and the per-value work is look-ups by identity in C (a loop turn per value cost as
+        much as a fifth of building the values)."""
+        values = self.plan.values
+        keys = list(map(id, values))
         plain = _VALUE.new(id="")  # every non-tensor value: an id and nothing else
-        protos: list[Value] = []  # per value, the Value it is a renamed copy of
-        for i, ev in enumerate(self.plan.values):
+        proto_of: dict[int, Value] = {}  # id(EValueInfo) -> the Value its values are renamed copies of
+        constant: set[int] = set()  # ids of those with a CONSTANT node (unless an input)
+        state: set[int] = set()  # ids of those that hold data before the first instruction
+        lists: set[int] = set()  # ids of (optional) tensor lists
+        for key, ev in dict(zip(keys, values)).items():
             if ev.tensor is None:
-                protos.append(plain)
+                proto_of[key] = plain
                 if ev.kind in _LIST_KINDS:
-                    self.lists.add(i)
+                    lists.add(key)
                 continue
-            is_input = i in inputs
-            known = by_object[is_input].get(id(ev))
-            if known is None:
-                known = by_object[is_input][id(ev)] = self._tensor_kind(i, ev.tensor, is_input)
-            proto, constant, state = known
-            protos.append(proto)
-            if constant:
-                self.constants.append(i)
-            if state:
-                self.state.append(i)
+            proto_of[key], is_constant, holds = self._tensor_kind(ev.tensor, False)
+            if is_constant:
+                constant.add(key)
+            if holds:
+                state.add(key)
+        protos = list(map(proto_of.__getitem__, keys))  # per value, the Value it is a renamed copy of
+        inputs = self.input_set
+        as_input: dict[int, Value] = {}
+        for i in inputs:
+            t = values[i].tensor
+            if t is not None:
+                proto = as_input.get(keys[i])
+                if proto is None:
+                    proto = as_input[keys[i]] = self._tensor_kind(t, True)[0]
+                protos[i] = proto
+        if lists:
+            self.lists.update(compress(count(), map(lists.__contains__, keys)))
+        if constant:
+            self.constants.extend(i for i in compress(count(), map(constant.__contains__, keys)) if i not in inputs)
+        if state:
+            self.state.extend(compress(count(), map(state.__contains__, keys)))
         return _VALUE.renamed(zip(self.ids, protos))
 
-    def _tensor_kind(self, index: int, t: pp.TensorInfo, is_input: bool) -> tuple[Value, bool, bool]:
+    def _tensor_kind(self, t: pp.TensorInfo, is_input: bool) -> tuple[Value, bool, bool]:
         """(a Value with the tensor's metadata, whether it gets a CONSTANT node, whether it
         holds data before the first instruction)."""
         key = (t, is_input)
         fields_ = self._fields.get(key)
         if fields_ is None:
-            fields_ = self._fields[key] = self._tensor_fields(index, t)
+            fields_ = self._fields[key] = self._tensor_fields(t, is_input)
         constant = t.data_buffer_idx > 0 or t.external
         return _VALUE.new(id="", **fields_), constant and not is_input, constant or bool(t.planned and t.fqn)
 
-    def _tensor_fields(self, index: int, t: pp.TensorInfo) -> dict:
+    def _tensor_fields(self, t: pp.TensorInfo, is_input: bool) -> dict:
         """A tensor value's fields but its id (its metadata shared by the equal ones)."""
         shape: tuple[Optional[int], ...] = t.sizes
         nbytes = t.nbytes if t.dynamism == 0 else None
@@ -327,7 +354,7 @@ class _MethodBuilder:
         elif t.fqn and t.planned:
             constant = t.fqn  # a mutable buffer's name (emit_mutable_buffer_names=True)
         tag = device_of(t.device_type, t.device_index)
-        start = self._start_device(index, t, tag)
+        start = self._start_device(t, tag, is_input)
         return dict(
             tensor=TensorMeta(shape=shape, dtype=t.dtype, nbytes=nbytes),
             declared_device=start,
@@ -337,14 +364,14 @@ class _MethodBuilder:
             placement=placement,
         )
 
-    def _start_device(self, index: int, t: pp.TensorInfo, tag: Device) -> Device:
+    def _start_device(self, t: pp.TensorInfo, tag: Device, is_input: bool) -> Device:
         """Where a method input or constant really starts (as the graph frontend decides it
         from the memory plan): a constant in the program's data, on host; a planned input
         in its planned buffer; an unplanned input where its tag says (the caller provides
         it there). Everything else starts where its instructions put it: its tag."""
         if t.data_buffer_idx > 0 or t.external:  # constants and buffers (their initial state)
             return CPU
-        if index in self.input_set and t.memory_id is not None and t.memory_id < len(self.buffer_devices):
+        if is_input and t.memory_id is not None and t.memory_id < len(self.buffer_devices):
             return self.buffer_devices[t.memory_id]
         return tag
 
@@ -386,10 +413,13 @@ class _MethodBuilder:
         """Append one INPUT node per method input (built in the loop, as `_chain_nodes`
         builds kernel calls: a method may take 100,000 inputs)."""
         nodes, ids, whole = self.nodes, self.ids, _NODE_WHOLE
+        new, cls = _new, _NODE_CLASS
         proto = dict(_NODE_DEFAULTS, kind=OpKind.INPUT, target="input")
         for k, i in enumerate(self.plan.inputs):
             vid = ids[i]
-            node, state = _fresh(proto, whole)
+            node = new(cls)
+            state = node.__dict__
+            state.update(proto)
             state["index"] = len(nodes)
             state["name"] = f"input {k} ({vid})"
             state["outputs"] = (vid,)
@@ -457,6 +487,7 @@ class _MethodBuilder:
         locate = chain.stacktrace is not None or (c == 0 and bool(self.locations))
         location = None
         whole = _NODE_WHOLE
+        new, cls = _new, _NODE_CLASS
         for k, ins in enumerate(chain.instructions):
             if locate:
                 location = _location(chain, k) or (self.locations.get(k) if c == 0 else None)
@@ -474,7 +505,9 @@ class _MethodBuilder:
             mutates = kind is compute and any(map(operands.__contains__, results))
             if lists and not lists.isdisjoint(operands):
                 operands = _expand_lists(plan, operands)
-            node, state = _fresh(proto, whole)
+            node = new(cls)
+            state = node.__dict__
+            state.update(proto)
             state["index"] = len(nodes)
             state["name"] = f"{head}{k} ({label})"
             state["inputs"] = tuple(map(name_of, operands))
@@ -569,15 +602,17 @@ class _MethodBuilder:
         for c, chain in enumerate(plan.chains):
             n = len(chain.instructions)
             start = chain_starts[c]
-            for k, ins in enumerate(chain.instructions):
+            if not n:
+                continue
+            # Most instructions go to the next one only: those successors as 1-tuples in C
+            # (`zip` of one range), then each jump's own (a loop turn per instruction cost
+            # as much as a tenth of building the view).
+            succ.extend(zip(range(start + 1, start + n)))
+            succ.append((after_chain[c],) if after_chain[c] is not None else ())
+            jumps = _jumps(chain)
+            for k in jumps:
+                ins = chain.instructions[k]
                 fall = start + k + 1 if k + 1 < n else after_chain[c]
-                if ins.kind != pp.JUMP_FALSE:  # most: the next instruction only
-                    if fall is None:
-                        succ.append(())
-                        exits.add(start + k)
-                    else:
-                        succ.append((fall,))
-                    continue
                 targets: list[Optional[int]] = []
                 jump = start + ins.destination if ins.destination < n else after_chain[c]
                 if written is None:
@@ -587,10 +622,11 @@ class _MethodBuilder:
                     targets.append(jump)
                 if constant is not False:
                     targets.append(fall)
-                real = tuple(dict.fromkeys(t for t in targets if t is not None))
-                succ.append(real)
+                succ[start + k] = tuple(dict.fromkeys(t for t in targets if t is not None))
                 if any(t is None for t in targets):
                     exits.add(start + k)
+            if after_chain[c] is None and not (jumps and jumps[-1] == n - 1):
+                exits.add(start + n - 1)  # the last instruction returns (added in order, as the others)
         if n_nodes and not exits and first_real is None:
             exits.add(n_nodes - 1)
         return ControlFlowGraph(successors=tuple(succ), exits=frozenset(exits))
@@ -605,15 +641,22 @@ def _constant_bool(plan: pp.Plan, index: int, written: bool) -> Optional[bool]:
     return None
 
 
+_KIND = itemgetter(0)  # Instr.kind
+
+
+def _jumps(chain: pp.Chain) -> list[int]:
+    """The positions of a chain's `JumpFalseCall`s (found in C: a chain may hold 100,000
+    instructions and no jump)."""
+    return list(compress(count(), map(pp.JUMP_FALSE.__eq__, map(_KIND, chain.instructions))))
+
+
 def _scopes(chain: pp.Chain) -> list[str]:
     """The innermost jump region each instruction sits in: `loop 1-7` (a backward jump's
     body), `branch 3-6` (what a forward jump skips), "" at the top level."""
     regions: list[tuple[int, int, str]] = []
     n = len(chain.instructions)
-    for k, ins in enumerate(chain.instructions):
-        if ins.kind != pp.JUMP_FALSE:
-            continue
-        d = ins.destination
+    for k in _jumps(chain):
+        d = chain.instructions[k].destination
         if d <= k:
             regions.append((d, k, f"loop {d}-{k}"))
         elif d > k + 1:
