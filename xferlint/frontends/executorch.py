@@ -233,16 +233,21 @@ def _concrete(dim: Any) -> Optional[int]:
 _Facts = tuple[Optional[TensorMeta], Optional[Device], Optional[Placement]]
 
 
-def _value_facts(spec: Any, val: Any, planned: bool) -> _Facts:
+def _value_facts(spec: Any, val: Any, planned: bool, shapes: dict[int, tuple[Any, Any]]) -> _Facts:
     """(TensorMeta, declared device, Placement when `planned`) of a value, from its spec and
     traced `val`. For ExecuTorch's own TensorSpec of a traced tensor they are memoised on
     the fields they are read from: a program's thousands of specs repeat a few shapes,
-    devices and plan slots."""
+    devices and plan slots. `shapes` holds each val's shape by id (with the val, alive as
+    long as the graph): a FakeTensor's `.shape` costs half a microsecond, and getitems and
+    copies share their operand's val."""
     if (_IS_TENSOR_SPEC[type(spec)] and _IS_TENSOR_TYPE[type(val)] and spec.scalar_type is not None
             and spec.device is not None):
         device = spec.device
+        shaped = shapes.get(id(val))
+        if shaped is None or shaped[0] is not val:
+            shaped = shapes[id(val)] = (val, val.shape)
         try:  # the TensorMeta reads val.shape (not spec.shape) and spec.dtype, as _tensor_meta does
-            key = (val.shape, spec.scalar_type, type(device), device, spec.device_index,
+            key = (shaped[1], spec.scalar_type, type(device), device, spec.device_index,
                    planned and (spec.mem_id, spec.mem_offset, spec.const, spec.alignment, tuple(spec.shape)))
             return _FACTS[key]
         except KeyError:
@@ -323,6 +328,7 @@ class _Builder:
     # id(FX target) -> _Op: what a call of it is, worked out once per distinct target
     ops: dict[int, "_Op"] = field(default_factory=dict)
     inputs: list[str] = field(default_factory=list)  # the method's user inputs, in order
+    shapes: dict[int, tuple[Any, Any]] = field(default_factory=dict)  # id(val) -> (val, val.shape)
     # stack_trace -> its SourceLocation: nodes of one source line share one (and one parse).
     locations: dict[Optional[str], Any] = field(default_factory=dict)
 
@@ -411,7 +417,7 @@ class _GraphReader:
         return (self._value(base, spec, val, constant_name),)
 
     def _value(self, vid: str, spec: Any, val: Any, constant_name: Optional[str]) -> str:
-        meta, declared, placement = _value_facts(spec, val, self.planned)
+        meta, declared, placement = _value_facts(spec, val, self.planned, self.b.shapes)
         self.b.values[vid] = _VALUE.whole({"id": vid, "tensor": meta, "declared_device": declared,
                                            "constant_name": constant_name, "spec_device": None,
                                            "mutable": False, "placement": placement})
@@ -816,9 +822,14 @@ def _user_inputs(signature: Any) -> set[str]:
     """Names of a signature's user-input placeholders."""
     names = set()
     for spec in getattr(signature, "input_specs", None) or ():
-        if getattr(spec.kind, "name", "") == "USER_INPUT" and getattr(spec.arg, "name", None):
+        kind = spec.kind
+        # by identity first: an enum's `.name` is a Python-level property
+        if (kind is _USER_INPUT or getattr(kind, "name", "") == "USER_INPUT") and getattr(spec.arg, "name", None):
             names.add(spec.arg.name)
     return names
+
+
+_USER_INPUT = torch.export.graph_signature.InputKind.USER_INPUT
 
 
 def _first_reader(placeholder: torch.fx.Node, index: dict[torch.fx.Node, int]) -> Optional[int]:
