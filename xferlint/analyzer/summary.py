@@ -195,55 +195,36 @@ def method_transfers(input: str, program: str, method: MethodView, facts: Device
                      findings: Iterable = ()) -> MethodTransfers:
     """The traffic of one method; `findings` are that method's findings (for the savings)."""
     mine = [f for f in findings if f.method == method.name and f.program == program and f.input == input]
-    flagged = savings = 0
-    if mine:  # (no findings, nothing flagged: no index of 100,000 copies to build)
-        sizes = facts.derived("summary.sizes", _sizes)
-        flagged = _distinct_bytes(sizes, (n for f in mine for n in f.copies))
-        savings = _distinct_bytes(sizes, (n for f in mine if f.fixable for n in f.removes))
     # Counted once per facts (the summary is made again after the fix trial), without a
     # Copy per copy.
-    counts = facts.derived("summary.traffic", _traffic)
+    sizes, counts = facts.derived("summary.table", _table)
+    flagged = savings = 0
+    if mine:
+        flagged = _distinct_bytes(sizes, (n for f in mine for n in f.copies))
+        savings = _distinct_bytes(sizes, (n for f in mine if f.fixable for n in f.removes))
     return MethodTransfers(input=input, program=program, method=method.name, flagged_bytes=flagged,
                            fixable_savings=savings, **dict(counts, pairs=list(counts["pairs"])))
 
 
-def _copy_nodes(facts: DeviceFacts):
-    """(node, kind, source device, target device) of each copy node with an operand."""
+def _table(facts: DeviceFacts) -> tuple[dict[str, int], dict]:
+    """One pass over a method's copy nodes for both things the summary counts: the bytes per
+    call of each copy by its node's name (0 when symbolic), what the findings' `copies` and
+    `removes` are counted by, and `traffic_counts(copies(facts))`, without a Copy per copy:
+    the copies are counted by (kind, source device object, target device object), each
+    group's direction and device names worked out once (a method has a handful of groups
+    and may have 100,000 copies)."""
+    nbytes_of = facts.nbytes
     devices = facts.devices
     d2h = OpKind.D2H  # once: an enum member look-up is ~65 ns
+    groups: dict[tuple, Optional[list]] = {}  # key -> [direction, source, target, copies, bytes, symbolic]
+    sizes: dict[str, int] = {}
+    in_control_flow = 0
     for node in facts.method.nodes:
         kind = node.kind
-        if kind in COPY_KINDS and node.inputs:
-            yield node, kind, devices.get(node.inputs[0], UNREACHED), CPU if kind is d2h else node.device
-
-
-def _sizes(facts: DeviceFacts) -> dict[str, int]:
-    """Bytes per call of each copy by its node's name (0 when symbolic): what the findings'
-    `copies` and `removes` are counted by, without a Copy per copy (see `_traffic`)."""
-    nbytes_of = facts.nbytes
-    moves: dict[tuple, bool] = {}  # (kind, source, target) -> whether such a node moves anything
-    sizes: dict[str, int] = {}
-    for node, kind, source, target in _copy_nodes(facts):
-        key = (kind, id(source), id(target))
-        moving = moves.get(key)
-        if moving is None:
-            moving = moves[key] = _direction(kind, source, target) is not None
-        if moving:
-            nbytes = nbytes_of(node.outputs[0] if node.outputs else None)
-            if nbytes is None:
-                nbytes = nbytes_of(node.inputs[0])
-            sizes[node.name] = nbytes or 0
-    return sizes
-
-
-def _traffic(facts: DeviceFacts) -> dict:
-    """`traffic_counts(copies(facts))`, without a Copy per copy: the copies are counted by
-    (kind, source device object, target device object), each group's direction and device
-    names worked out once (a method has a handful of groups and may have 100,000 copies)."""
-    nbytes_of = facts.nbytes
-    groups: dict[tuple, Optional[list]] = {}  # key -> [direction, source, target, copies, bytes, symbolic]
-    in_control_flow = 0
-    for node, kind, source, target in _copy_nodes(facts):
+        if kind not in COPY_KINDS or not node.inputs:
+            continue
+        source = devices.get(node.inputs[0], UNREACHED)
+        target = CPU if kind is d2h else node.device
         key = (kind, id(source), id(target))  # the devices outlive this loop: their ids stay theirs
         group = groups.get(key, _NEW)
         if group is _NEW:
@@ -253,6 +234,7 @@ def _traffic(facts: DeviceFacts) -> dict:
         nbytes = nbytes_of(node.outputs[0] if node.outputs else None)
         if nbytes is None:
             nbytes = nbytes_of(node.inputs[0])
+        sizes[node.name] = nbytes or 0
         group[3] += 1
         if nbytes is None:
             group[5] += 1
@@ -260,7 +242,12 @@ def _traffic(facts: DeviceFacts) -> dict:
             group[4] += nbytes
         if node.scope:
             in_control_flow += 1
-    return _totals([g for g in groups.values() if g is not None], in_control_flow)
+    return sizes, _totals([g for g in groups.values() if g is not None], in_control_flow)
+
+
+def _traffic(facts: DeviceFacts) -> dict:
+    """`traffic_counts(copies(facts))`, counted as `_table` counts it."""
+    return _table(facts)[1]
 
 
 _NEW: list = []  # a group not seen yet (None is a group of no copies)

@@ -17,7 +17,7 @@ import dataclasses
 import operator
 from functools import lru_cache
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Callable, Iterable, NamedTuple, Optional
 
 import torch
 import torch.fx
@@ -233,16 +233,21 @@ def _concrete(dim: Any) -> Optional[int]:
 _Facts = tuple[Optional[TensorMeta], Optional[Device], Optional[Placement]]
 
 
-def _value_facts(spec: Any, val: Any, planned: bool) -> _Facts:
+def _value_facts(spec: Any, val: Any, planned: bool, shapes: dict[int, tuple[Any, Any]]) -> _Facts:
     """(TensorMeta, declared device, Placement when `planned`) of a value, from its spec and
     traced `val`. For ExecuTorch's own TensorSpec of a traced tensor they are memoised on
     the fields they are read from: a program's thousands of specs repeat a few shapes,
-    devices and plan slots."""
+    devices and plan slots. `shapes` holds each val's shape by id (with the val, alive as
+    long as the graph): a FakeTensor's `.shape` costs half a microsecond, and getitems and
+    copies share their operand's val."""
     if (_IS_TENSOR_SPEC[type(spec)] and _IS_TENSOR_TYPE[type(val)] and spec.scalar_type is not None
             and spec.device is not None):
         device = spec.device
+        shaped = shapes.get(id(val))
+        if shaped is None or shaped[0] is not val:
+            shaped = shapes[id(val)] = (val, val.shape)
         try:  # the TensorMeta reads val.shape (not spec.shape) and spec.dtype, as _tensor_meta does
-            key = (val.shape, spec.scalar_type, type(device), device, spec.device_index,
+            key = (shaped[1], spec.scalar_type, type(device), device, spec.device_index,
                    planned and (spec.mem_id, spec.mem_offset, spec.const, spec.alignment, tuple(spec.shape)))
             return _FACTS[key]
         except KeyError:
@@ -290,11 +295,21 @@ def _flatten_nodes(arg: Any) -> Iterable[torch.fx.Node]:
 
 # --------------------------------------------------------------------------- builder
 
+_NOT_FOUND = object()  # a dict look-up's miss (None is a location: no user frame)
 _NODE = Frozen(Node)
 _VALUE = Frozen(Value)
 _INNER_OP = Frozen(InnerOp)
 _PLACEMENT = Frozen(Placement)
 _DELEGATE_INFO = Frozen(DelegateInfo)
+
+
+class _Op(NamedTuple):
+    """A call target as _GraphReader._call_function reads it."""
+
+    target: Any
+    handler: str  # how its calls are read (see _handler)
+    name: str  # target_name(target)
+    schema: Optional[str]  # its schema name (`aten::cos`), None for Python callables
 
 
 @dataclass
@@ -310,7 +325,10 @@ class _Builder:
     # (id(lowered module), arity) -> (the module, its DelegateInfo, its target device)
     delegates: dict[tuple[int, int], tuple[Any, DelegateInfo, Optional[Device]]] = field(default_factory=dict)
     target_names: dict[Any, str] = field(default_factory=dict)  # FX target -> target_name(target)
-    handlers: dict[Any, str] = field(default_factory=dict)  # FX target -> how _call_function reads it
+    # id(FX target) -> _Op: what a call of it is, worked out once per distinct target
+    ops: dict[int, "_Op"] = field(default_factory=dict)
+    inputs: list[str] = field(default_factory=list)  # the method's user inputs, in order
+    shapes: dict[int, tuple[Any, Any]] = field(default_factory=dict)  # id(val) -> (val, val.shape)
     # stack_trace -> its SourceLocation: nodes of one source line share one (and one parse).
     locations: dict[Optional[str], Any] = field(default_factory=dict)
 
@@ -335,6 +353,15 @@ class _Builder:
         except TypeError:  # an unhashable target
             return target_name(target)
 
+    def op(self, target: Any) -> "_Op":
+        """What a call of `target` is, once per distinct target of the method. Keyed by
+        identity (hashing an OpOverload is a Python call): the graph holds every target
+        while it is read, and the entry keeps its target to check it."""
+        found = self.ops.get(id(target))
+        if found is None or found.target is not target:
+            found = self.ops[id(target)] = _Op(target, _handler(target), target_name(target), _schema_name(target))
+        return found
+
     def add(self, **kwargs: Any) -> Node:
         node = Node(index=len(self.nodes), **kwargs)
         self.nodes.append(node)
@@ -355,6 +382,7 @@ class _GraphReader:
         self.vid: dict[torch.fx.Node, str] = {}
         self.elements: dict[torch.fx.Node, tuple[str, ...]] = {}
         self.attrs: dict[Any, Any] = {}  # get_attr target -> the object it names
+        self.planned = builder.arenas is not None  # whether values carry their Placement
 
     def _attr(self, target: Any) -> Any:
         """The object a get_attr target names, resolved once: a delegate call reads the
@@ -389,7 +417,7 @@ class _GraphReader:
         return (self._value(base, spec, val, constant_name),)
 
     def _value(self, vid: str, spec: Any, val: Any, constant_name: Optional[str]) -> str:
-        meta, declared, placement = _value_facts(spec, val, self.b.arenas is not None)
+        meta, declared, placement = _value_facts(spec, val, self.planned, self.b.shapes)
         self.b.values[vid] = _VALUE.whole({"id": vid, "tensor": meta, "declared_device": declared,
                                            "constant_name": constant_name, "spec_device": None,
                                            "mutable": False, "placement": placement})
@@ -417,17 +445,20 @@ class _GraphReader:
     def _emit(self, node: torch.fx.Node, kind: OpKind, inputs: tuple[str, ...], outputs: tuple[str, ...],
               target: Optional[str] = None, device: Optional[Device] = None, delegate: Optional[DelegateInfo] = None,
               mutates: bool = False) -> Node:
-        nodes = self.b.nodes
+        b = self.b
+        nodes = b.nodes
         scope = self.scope
+        trace = node.meta.get("stack_trace")
+        location = b.locations.get(trace, _NOT_FOUND)
         node_view = _NODE.whole({
             "index": len(nodes),
             "name": f"{scope}/{node.name}" if scope else node.name,
             "kind": kind,
-            "target": target or self.b.name_of(node.target),
+            "target": target or b.name_of(node.target),
             "inputs": inputs,
             "outputs": outputs,
             "device": device,
-            "location": self.b.locate(node.meta.get("stack_trace")),
+            "location": b.locate(trace) if location is _NOT_FOUND else location,
             "delegate": delegate,
             "scope": scope,
             "mutates": mutates,
@@ -443,16 +474,17 @@ class _GraphReader:
         input_kinds = self._input_kinds()
         outputs: list[Optional[str]] = []
         for node in self.gm.graph.nodes:
-            if node.op == "placeholder":
+            op = node.op
+            if op == "call_function":  # the most of them
+                self._call_function(node)
+            elif op == "placeholder":
                 self._placeholder(node, placeholder_index, bindings, input_kinds)
                 placeholder_index += 1
-            elif node.op == "get_attr":
+            elif op == "get_attr":
                 self._get_attr(node)
-            elif node.op == "call_function":
-                self._call_function(node)
-            elif node.op == "output":
+            elif op == "output":
                 outputs = self._graph_outputs(node)
-            elif node.op in ("call_module", "call_method"):
+            elif op in ("call_module", "call_method"):
                 self._unknown(node, f"{node.op} {node.target}")
         return outputs
 
@@ -476,6 +508,7 @@ class _GraphReader:
         if kind_name == "USER_INPUT":
             outputs = self._declare(node)
             self._emit(node, OpKind.INPUT, (), outputs, target="input")
+            self.b.inputs.extend(outputs[:1])
         else:
             outputs = self._declare(node, constant_name=target or node.name)
             self._emit(node, OpKind.CONSTANT, (), outputs, target=kind_name.lower())
@@ -532,56 +565,57 @@ class _GraphReader:
 
     def _call_function(self, node: torch.fx.Node) -> None:
         target = node.target
-        try:
-            handler = self.b.handlers.get(target)
-            if handler is None:
-                handler = self.b.handlers[target] = _handler(target)
-        except TypeError:  # an unhashable target
-            handler = _handler(target)
+        op = self.b.ops.get(id(target))
+        if op is None or op.target is not target:
+            op = self.b.op(target)
+        handler = op.handler
         if handler == "getitem":
-            return self._getitem(node)
+            return self._getitem(node, op.name)
         if handler == "h2d":
-            return self._copy(node, OpKind.H2D)
+            return self._copy(node, OpKind.H2D, op.name)
         if handler == "d2h":
-            return self._copy(node, OpKind.D2H)
+            return self._copy(node, OpKind.D2H, op.name)
         if handler == "delegate":
             return self._delegate(node)
+        if handler == "operator":
+            return self._operator(node, op)
         if handler == "memory":
             return self._memory(node)
-        if handler == "operator":
-            return self._operator(node, _schema_name(target))
         if handler == "scalar":
             outputs = self._declare(node)
-            self._emit(node, OpKind.COMPUTE, self._operands(node.args), outputs)
+            self._emit(node, OpKind.COMPUTE, self._operands(node.args), outputs, target=op.name)
             return None
         if handler == "unknown":
-            return self._unknown(node, target_name(target))
+            return self._unknown(node, op.name)
         return getattr(self, f"_{handler}")(node)  # cond, map_impl, scan, while_loop
 
-    def _getitem(self, node) -> None:
-        source, index = node.args[0], node.args[1]
+    def _getitem(self, node, name: str) -> None:
+        source, index = node.args[:2]
         elements = self.elements.get(source) if isinstance(source, torch.fx.Node) else None
         outputs = self._declare(node)
         if elements is not None and isinstance(index, int) and 0 <= index < len(elements):
             inputs: tuple[str, ...] = (elements[index],)
         else:
-            inputs = self._operands([source])
-        self._emit(node, OpKind.GETITEM, inputs, outputs)
+            inputs = self._operands((source,))
+        self._emit(node, OpKind.GETITEM, inputs, outputs, target=name)
 
-    def _copy(self, node, kind: OpKind) -> None:
+    def _copy(self, node, kind: OpKind, name: str) -> None:
         outputs = self._declare(node)
-        inputs = self._operands([node.args[0]] if node.args else [node.kwargs.get("self")])
+        args = node.args
+        inputs = self._operands((args[0],) if args else (node.kwargs.get("self"),))
         device = None
         if kind == OpKind.H2D:
             device = self.b.values[outputs[0]].declared_device
-            out = node.kwargs.get("out")
-            if (device is None or device.is_host) and isinstance(out, torch.fx.Node):
-                device = _device_of_spec(out.meta.get("spec")) or device
-        self._emit(node, kind, inputs, outputs, device=device)
+            if device is None or device.is_host:
+                out = node.kwargs.get("out")
+                if isinstance(out, torch.fx.Node):
+                    device = _device_of_spec(out.meta.get("spec")) or device
+        self._emit(node, kind, inputs, outputs, target=name, device=device)
 
     def _delegate(self, node) -> None:
-        lowered = self._attr(node.args[0].target) if isinstance(node.args[0], torch.fx.Node) else None
-        inputs = self._operands(node.args[1:])
+        args = node.args
+        lowered = self._attr(args[0].target) if isinstance(args[0], torch.fx.Node) else None
+        inputs = self._operands(args[1:])
         # One DelegateInfo per lowered module and arity: call sites of one module share it.
         key = (id(lowered), len(inputs))
         cached = self.b.delegates.get(key)
@@ -602,9 +636,9 @@ class _GraphReader:
         else:  # memory.free and friends: no result of their own
             self._emit(node, OpKind.COMPUTE, self._operands(node.args), ())
 
-    def _operator(self, node, sname: str) -> None:
-        target = node.target
-        outs, mutates = _schema_traits(target)
+    def _operator(self, node, op: _Op) -> None:
+        sname = op.schema
+        outs, mutates = _schema_traits(op.target)
         args = list(node.args) + [v for k, v in node.kwargs.items() if k not in outs]
         if sname in IGNORED_OPS:
             return None
@@ -617,12 +651,12 @@ class _GraphReader:
                 source = node.args[1]
                 inputs = self._operands([source])
             kind = transfer_kind(_meta_device(source), target_device)
-            self._emit(node, kind, inputs[:1], outputs, device=None if kind == OpKind.D2H else target_device,
-                       mutates=sname == COPY_INTO_OP)
+            self._emit(node, kind, inputs[:1], outputs, target=op.name,
+                       device=None if kind == OpKind.D2H else target_device, mutates=sname == COPY_INTO_OP)
         elif sname in _ALIAS_OPS:
-            self._emit(node, OpKind.ALIAS, inputs[:1], outputs)
+            self._emit(node, OpKind.ALIAS, inputs[:1], outputs, target=op.name)
         else:
-            self._emit(node, OpKind.COMPUTE, inputs, outputs, mutates=mutates)
+            self._emit(node, OpKind.COMPUTE, inputs, outputs, target=op.name, mutates=mutates)
 
     def _to_target(self, node, sname: str) -> Optional[Device]:
         """The device a `.to()` (or a cross-device `copy_`) moves its operand to: the
@@ -788,9 +822,14 @@ def _user_inputs(signature: Any) -> set[str]:
     """Names of a signature's user-input placeholders."""
     names = set()
     for spec in getattr(signature, "input_specs", None) or ():
-        if getattr(spec.kind, "name", "") == "USER_INPUT" and getattr(spec.arg, "name", None):
+        kind = spec.kind
+        # by identity first: an enum's `.name` is a Python-level property
+        if (kind is _USER_INPUT or getattr(kind, "name", "") == "USER_INPUT") and getattr(spec.arg, "name", None):
             names.add(spec.arg.name)
     return names
+
+
+_USER_INPUT = torch.export.graph_signature.InputKind.USER_INPUT
 
 
 def _first_reader(placeholder: torch.fx.Node, index: dict[torch.fx.Node, int]) -> Optional[int]:
@@ -848,11 +887,11 @@ def read_method(name: str, gm: torch.fx.GraphModule, signature: Any, strict: boo
     builder = _Builder(strict=strict, arenas=_arena_devices(gm), mutable_buffers=_mutable_buffers(signature))
     reader = _GraphReader(builder, gm, "", signature)
     outputs = reader.read()
-    inputs = tuple(n.outputs[0] for n in builder.nodes if n.kind == OpKind.INPUT and n.outputs)
     arenas = builder.arenas or {}
     buffers = tuple(arenas.get(i, Device("cpu", 0)) for i in range(max(arenas, default=-1) + 1))
-    return MethodView(name=name, nodes=tuple(builder.nodes), values=dict(builder.values),
-                      inputs=inputs, outputs=tuple(outputs), buffer_devices=buffers)
+    # the builder's values as they are: it is dropped here, nothing else holds them
+    return MethodView(name=name, nodes=tuple(builder.nodes), values=builder.values,
+                      inputs=tuple(builder.inputs), outputs=tuple(outputs), buffer_devices=buffers)
 
 
 def _placement(spec: Any) -> Optional[Placement]:
