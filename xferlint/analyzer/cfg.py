@@ -333,7 +333,7 @@ class FlowFacts:
     """Reaching definitions and usefulness of one method over its CFG."""
 
     def __init__(self, reads: Optional[Reads], at_exit: Optional[dict[str, frozenset[int]]], useful: frozenset[int],
-                 live_values: frozenset[str], nodes: "tuple[Node, ...]", cfg: ControlFlowGraph,
+                 outputs: "tuple[Optional[str], ...]", nodes: "tuple[Node, ...]", cfg: ControlFlowGraph,
                  writers: Optional[dict[str, frozenset[int]]] = None,
                  later: Optional[Callable[[], tuple[Reads, dict[str, frozenset[int]]]]] = None) -> None:
         self.exact = reads is not None or later is not None  # False when the work limit was hit
@@ -342,11 +342,20 @@ class FlowFacts:
             self.__dict__["at_exit"] = at_exit  # value -> writers whose value the method can return
         self._later = later  # else what names the reads, on first use (see `compute`)
         self.useful = useful  # node indices
-        self.live_values = live_values
+        self._outputs = outputs
         self._nodes = nodes
         self._cfg = cfg
         if writers is not None:  # the fallback computed them: `writers` need not
             self.__dict__["writers"] = writers
+
+    @cached_property
+    def live_values(self) -> frozenset[str]:
+        """The values a useful node reads or the method returns (as the flow-insensitive
+        liveness of straight-line SSA graphs defines it). Built on first use: only fix
+        planning asks, and the set holds most values of the method."""
+        live = {v for v in self._outputs if v is not None}
+        live.update(chain.from_iterable(map(_INPUTS, map(self._nodes.__getitem__, self.useful))))
+        return frozenset(live)
 
     @cached_property
     def _named(self) -> tuple[Reads, dict[str, frozenset[int]]]:
@@ -397,8 +406,8 @@ class FlowFacts:
         if _is_straight_line(cfg) and (work_limit is None or len(nodes) + 2 <= work_limit):
             # One block: usefulness in one backward pass; the reads are named only if a
             # rule asks what one sees (the default budget always covers this path)
-            useful, live = _straight_line_useful(method, cfg, effectful)
-            return cls(reads=None, at_exit=None, useful=frozenset(useful), live_values=frozenset(live), nodes=nodes,
+            useful = _straight_line_useful(method, cfg, effectful)
+            return cls(reads=None, at_exit=None, useful=frozenset(useful), outputs=method.outputs, nodes=nodes,
                        cfg=cfg, later=partial(_straight_line_reads, method, cfg, len(nodes) + 2))
         reads: Optional[Reads] = None
         writers: Optional[dict[str, frozenset[int]]] = None
@@ -415,10 +424,8 @@ class FlowFacts:
             n.index for n in nodes if n.kind in _EFFECT_KINDS or n.mutates
         }
         roots = _reachable_only(cfg, roots)
-        useful, live = _useful(nodes, roots, method.outputs, at_exit, reads, writers)
-        # A value is live when a useful node reads it or the method returns it (as the
-        # flow-insensitive liveness of straight-line SSA graphs defines it).
-        return cls(reads=reads, at_exit=at_exit, useful=frozenset(useful), live_values=frozenset(live), nodes=nodes,
+        useful = _useful(nodes, roots, method.outputs, at_exit, reads, writers)
+        return cls(reads=reads, at_exit=at_exit, useful=frozenset(useful), outputs=method.outputs, nodes=nodes,
                    cfg=cfg, writers=writers)
 
 
@@ -438,14 +445,13 @@ def _is_straight_line(cfg: ControlFlowGraph) -> bool:
 
 
 def _straight_line_useful(method: "MethodView", cfg: ControlFlowGraph,
-                          effectful: Optional[Iterable[int]]) -> tuple[list[int], set[str]]:
+                          effectful: Optional[Iterable[int]]) -> list[int]:
     """`_useful` of a straight-line method, in one backward pass without naming a read:
     `demand` holds the values some useful read below (or the return) sees the write of
     that is still to come, upwards. A node is useful if it is a root or writes one of
     them; then its writes meet that demand and its reads add theirs."""
     nodes = method.nodes
-    returned = {v for v in method.outputs if v is not None}
-    demand = set(returned) if cfg.exits else set()
+    demand = {v for v in method.outputs if v is not None} if cfg.exits else set()
     needed, meet, add = demand.isdisjoint, demand.difference_update, demand.update
     roots = set(effectful) if effectful is not None else None
     useful: list[int] = []
@@ -460,16 +466,15 @@ def _straight_line_useful(method: "MethodView", cfg: ControlFlowGraph,
             useful.append(node.index)
             meet(outputs)
             add(node.inputs)
-    returned.update(chain.from_iterable(map(_INPUTS, map(nodes.__getitem__, useful))))
-    return useful, returned
+    return useful
 
 
 def _useful(nodes: "tuple[Node, ...]", roots: set[int], outputs: Iterable[Optional[str]],
             at_exit: dict[str, frozenset[int]], reads: Optional[Reads],
-            writers: Optional[dict[str, frozenset[int]]]) -> tuple[set[int], set[str]]:
-    """The nodes whose writes reach, transitively, a root's reads or the method's return,
-    and the values those nodes read (plus the outputs). A closure: the order of the work
-    does not change the sets."""
+            writers: Optional[dict[str, frozenset[int]]]) -> set[int]:
+    """The nodes whose writes reach, transitively, a root's reads or the method's return
+    (`FlowFacts.live_values` are the values they read). A closure: the order of the work
+    does not change the set."""
     useful: set[int] = set()
     work: list[int] = []
 
@@ -480,21 +485,18 @@ def _useful(nodes: "tuple[Node, ...]", roots: set[int], outputs: Iterable[Option
                 work.append(d)
 
     mark(roots)
-    live: set[str] = set()
     for vid in outputs:
         if vid is not None:
-            live.add(vid)
             mark(at_exit.get(vid, _ENTRY_SET))
     if reads is None:  # flow-insensitive: every write of a value reaches every read
         assert writers is not None
         expanded: set[str] = set()  # values whose writers are all marked
         while work:
             for vid in nodes[work.pop()].inputs:
-                live.add(vid)
                 if vid not in expanded:
                     expanded.add(vid)
                     mark(writers.get(vid, ()))
-        return useful, live
+        return useful
     names, phis = reads.names, reads.phis
     add, push, pop = useful.add, work.append, work.pop
     while work:
@@ -511,9 +513,7 @@ def _useful(nodes: "tuple[Node, ...]", roots: set[int], outputs: Iterable[Option
                     push(name)
             elif name != ENTRY:
                 mark(phis[_phi_index(name)])
-    # the values the useful nodes read, in one pass once the closure is known
-    live.update(chain.from_iterable(map(_INPUTS, map(nodes.__getitem__, useful))))
-    return useful, live
+    return useful
 
 
 def _fresh_names(read: tuple[int, ...], useful: set[int], phis: list[frozenset[int]]) -> set[int]:
