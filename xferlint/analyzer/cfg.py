@@ -682,7 +682,10 @@ def _rename_block(nodes, first: int, last: int, names: list, current: dict[str, 
     for i in range(first, last + 1):
         node = nodes[i]
         inputs = node.inputs
-        names[i] = tuple(map(get, inputs, entries)) if inputs else ()  # (inputs, constants: no reads)
+        if len(inputs) == 1:  # most nodes: no map to build
+            names[i] = (get(inputs[0], ENTRY),)
+        else:
+            names[i] = tuple(map(get, inputs, entries))  # (inputs, constants: no reads)
         if undo is None:  # (a straight-line method, a run of loops: no undo list kept)
             for vid in node.outputs:
                 current[vid] = i
