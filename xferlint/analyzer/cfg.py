@@ -452,7 +452,7 @@ def _straight_line_useful(method: "MethodView", cfg: ControlFlowGraph,
     them; then its writes meet that demand and its reads add theirs."""
     nodes = method.nodes
     demand = {v for v in method.outputs if v is not None} if cfg.exits else set()
-    needed, meet, add = demand.isdisjoint, demand.difference_update, demand.update
+    needed, meet, met, add = demand.isdisjoint, demand.difference_update, demand.discard, demand.update
     roots = set(effectful) if effectful is not None else None
     useful: list[int] = []
     effects = _EFFECT_KINDS
@@ -462,7 +462,12 @@ def _straight_line_useful(method: "MethodView", cfg: ControlFlowGraph,
             root = node.mutates or node.kind in effects
         else:
             root = node.index in roots
-        if root or not needed(outputs):
+        if len(outputs) == 1:  # most nodes: one write, asked and met without a set call
+            if root or outputs[0] in demand:
+                useful.append(node.index)
+                met(outputs[0])
+                add(node.inputs)
+        elif root or not needed(outputs):
             useful.append(node.index)
             meet(outputs)
             add(node.inputs)
