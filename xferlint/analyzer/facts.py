@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, TypeVar, Union
 
 from xferlint.analyzer.lattice import UNREACHED, LatticeValue
-from xferlint.analyzer.solver import DEVICE, READERS, WRITERS, Slot, solve_slots
+from xferlint.analyzer.solver import solve_indexed
 from xferlint.analyzer.view import MethodView, Node, OpKind, Value
 
 # Nodes that count as reads in their own right: their effect is not only their results.
@@ -33,8 +33,9 @@ class DeviceFacts:
     """The solved devices of one method's values, with its writers, readers and liveness."""
 
     method: MethodView
-    _slots: dict[str, Slot] = field(default_factory=dict, repr=False)  # value -> device, readers, writers
-    _risen: list[str] = field(default_factory=list, repr=False)  # the values with a device, as solved
+    devices: dict[str, LatticeValue]
+    _writers: dict[str, list[Node]] = field(default_factory=dict, repr=False)
+    _readers: dict[str, list[Node]] = field(default_factory=dict, repr=False)
     _live: Union[set[str], frozenset[str]] = field(default_factory=set, repr=False)
     _outputs: frozenset[str] = frozenset()
     _flow: Optional[Any] = field(default=None, repr=False)  # cfg.FlowFacts when the method has a CFG
@@ -43,8 +44,8 @@ class DeviceFacts:
 
     @classmethod
     def compute(cls, method: MethodView) -> "DeviceFacts":
-        slots, risen = solve_slots(method)  # one pass: the index and the solve's first
-        facts = cls(method=method, _slots=slots, _risen=risen)
+        devices, readers, writers = solve_indexed(method)  # one pass: the index and the solve's first
+        facts = cls(method=method, devices=devices, _writers=writers, _readers=readers)
         facts._outputs = frozenset(v for v in method.outputs if v is not None)
         if method.cfg is not None:
             from xferlint.analyzer.cfg import FlowFacts
@@ -54,22 +55,14 @@ class DeviceFacts:
             facts._live = facts._liveness()
         return facts
 
-    @property
-    def devices(self) -> dict[str, LatticeValue]:
-        """The device of every value that has one, in the order solved (built per call)."""
-        slots = self._slots
-        return {vid: slots[vid][DEVICE] for vid in self._risen}
-
     def device(self, vid: Optional[str]) -> LatticeValue:
-        slot = self._slots.get(vid)  # (None is never a value: no slot)
-        return slot[DEVICE] if slot is not None else UNREACHED
+        return self.devices.get(vid, UNREACHED) if vid is not None else UNREACHED
 
     def value(self, vid: str) -> Optional[Value]:
         return self.method.values.get(vid)
 
     def writers(self, vid: Optional[str]) -> list[Node]:
-        slot = self._slots.get(vid)
-        return slot[WRITERS] if slot is not None else []
+        return self._writers.get(vid, []) if vid is not None else []
 
     def writer(self, vid: Optional[str]) -> Optional[Node]:
         """The unique node that writes `vid`, or None when there are none or several."""
@@ -102,8 +95,7 @@ class DeviceFacts:
         )
 
     def readers(self, vid: Optional[str]) -> list[Node]:
-        slot = self._slots.get(vid)
-        return slot[READERS] if slot is not None else []
+        return self._readers.get(vid, []) if vid is not None else []
 
     def in_place_reader(self, vid: Optional[str], unmodelled: bool = True) -> Optional[Node]:
         """The first reader of `vid` that writes it in place, or (with `unmodelled`) may:
@@ -147,7 +139,7 @@ class DeviceFacts:
                     mark(vid)
         while work:
             vid = work.popleft()
-            for writer in self.writers(vid):
+            for writer in self._writers.get(vid, ()):
                 for operand in writer.inputs:
                     mark(operand)
         return live

@@ -15,77 +15,60 @@ worklist's order.
 from __future__ import annotations
 
 from collections import deque
-from typing import Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 from xferlint.analyzer.lattice import UNREACHED, LatticeValue, join
 from xferlint.analyzer.transfer import TRANSFER
 from xferlint.analyzer.view import MethodView, Node
 
-# What the solve keeps per value, in one list so that a value is looked up once per read
-# or write, not once per dict (device, readers, writers): its device (UNREACHED until it
-# has one), the nodes that read it and the nodes that write it, in program order.
-Slot = list
-DEVICE, READERS, WRITERS = 0, 1, 2
+Readers = Mapping[str, Sequence[Node]]  # value -> the nodes that read it, in program order
+Index = dict[str, list[Node]]  # value -> the nodes that read (or write) it, in program order
 
 
 def solve(method: MethodView) -> dict[str, LatticeValue]:
-    """Return the least fixed point: the device of every value of `method` that has one,
-    in the order the values first got it."""
-    slots, risen = solve_slots(method)
-    return {vid: slots[vid][DEVICE] for vid in risen}
+    """Return the least fixed point: the device of every value of `method`."""
+    return solve_indexed(method)[0]
 
 
-def solve_slots(method: MethodView) -> tuple[dict[str, Slot], list[str]]:
-    """`solve`, as a slot per value read or written (DeviceFacts keeps them: the readers
-    and writers are built in the same pass over the nodes, the solve's first pass), and
-    the values in the order they first got a device.
+def solve_indexed(method: MethodView) -> tuple[dict[str, LatticeValue], Index, Index]:
+    """`solve`, and the readers and writers of every value (DeviceFacts keeps them), built
+    in the same pass over the nodes: the solve's first pass.
 
     In that pass a value that rises must be revisited only by the nodes up to this one
-    that read it. Each node's reads are noted before its results are joined, so a slot
-    then holds exactly the reads so far: they are the nodes to queue again (behind the
-    rest of the pass, as the worklist would)."""
-    slots: dict[str, Slot] = {}
-    risen: list[str] = []
-    get, first = slots.get, risen.append
-    device_of = _device_of(slots)
+    that read it. Each node's reads are noted before its results are joined, so `readers`
+    then holds exactly the reads so far: one look-up per value risen tells, and names the
+    nodes to queue again (behind the rest of the pass, as the worklist would)."""
+    readers: Index = {}
+    writers: Index = {}
+    state: dict[str, LatticeValue] = {}
+    device_of = _device_of(state)
     values = method.values
     nodes = method.nodes
     table = TRANSFER
+    get, read, wrote, done_readers = state.get, readers.setdefault, writers.setdefault, readers.get
     again: Optional[_Queue] = None
     for node in nodes:
         for vid in node.inputs:
-            slot = get(vid)
-            if slot is None:
-                slots[vid] = [UNREACHED, [node], []]
-            else:
-                slot[READERS].append(node)
+            read(vid, []).append(node)
+        outputs = node.outputs
+        for vid in outputs:
+            wrote(vid, []).append(node)
         result = table[node.kind](node, device_of, values)
-        for vid in node.outputs:
-            slot = get(vid)
-            if slot is None:  # neither read nor written yet: nothing to revisit
-                slots[vid] = [result, [], [node]]
-                if result is not UNREACHED:
-                    first(vid)
+        if result is UNREACHED:
+            continue
+        for vid in outputs:
+            if get(vid) is None:  # its first value (the state never holds UNREACHED): it rises
+                state[vid] = result
+            elif not _rise(state, vid, result):
                 continue
-            slot[WRITERS].append(node)
-            if result is UNREACHED:
-                continue
-            old = slot[DEVICE]
-            if old is UNREACHED:
-                slot[DEVICE] = result
-                first(vid)
-            else:
-                new = join(old, result)
-                if new is old or new == old:
-                    continue
-                slot[DEVICE] = new
-            if slot[READERS]:  # a node already done read it: it runs again
+            found = done_readers(vid)
+            if found is not None:  # a node already done read it: it runs again
                 if again is None:
                     again = _Queue(len(nodes))
-                again.push_all(slot[READERS])
+                again.push_all(found)
     if again is not None:
-        _drain(nodes, values, slots, risen, again)
-    return slots, risen
+        _drain(nodes, values, state, readers, again)
+    return state, readers, writers
 
 
 class _Queue:
@@ -106,11 +89,13 @@ class _Queue:
                 push(j)
 
 
-def _drain(nodes: tuple[Node, ...], values, slots: dict[str, Slot], risen: list[str], again: _Queue) -> None:
+def _drain(nodes: tuple[Node, ...], values, state: dict[str, LatticeValue], readers: Readers,
+           again: _Queue) -> None:
     """Run the queued nodes until none is left: the worklist after the first pass, every
-    reader of a value that rises queued again. (Every value written has a slot by now.)"""
-    device_of = _device_of(slots)
+    reader of a value that rises queued again."""
+    device_of = _device_of(state)
     table = TRANSFER
+    get = state.get
     fifo, waiting, push_all = again.fifo, again.waiting, again.push_all
     pop = fifo.popleft
     while fifo:
@@ -121,24 +106,35 @@ def _drain(nodes: tuple[Node, ...], values, slots: dict[str, Slot], risen: list[
         if result is UNREACHED:
             continue
         for vid in node.outputs:
-            slot = slots[vid]
-            old = slot[DEVICE]
-            if old is UNREACHED:
-                risen.append(vid)
-                slot[DEVICE] = result
+            old = get(vid)  # `_rise`, inline: the loop's one call per value written
+            if old is None:
+                state[vid] = result
             else:
                 new = join(old, result)
                 if new is old or new == old:
                     continue
-                slot[DEVICE] = new
-            push_all(slot[READERS])
+                state[vid] = new
+            push_all(readers.get(vid, ()))
 
 
-def _device_of(slots: dict[str, Slot]):
-    get = slots.get
+def _device_of(state: dict[str, LatticeValue]):
+    get = state.get
 
     def device_of(vid: str) -> LatticeValue:
-        slot = get(vid)
-        return UNREACHED if slot is None else slot[DEVICE]
+        return get(vid, UNREACHED)
 
     return device_of
+
+
+def _rise(state: dict[str, LatticeValue], vid: str, result: LatticeValue) -> bool:
+    """Join `result` into `vid`; True if its value changed (or it got one). The state never
+    holds UNREACHED: absent is that."""
+    old = state.get(vid, UNREACHED)
+    if old is UNREACHED:
+        state[vid] = result
+        return True
+    new = join(old, result)
+    if new is old or new == old:
+        return False
+    state[vid] = new
+    return True
