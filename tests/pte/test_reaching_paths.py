@@ -101,7 +101,8 @@ def test_straight_line_usefulness_equals_the_general_closure(seed):
     method = _random_slots(seed)
     reads, at_exit = cfgmod._sparse_reads(method, method.cfg, cfgmod.work_budget(method.nodes))
     roots = {n.index for n in method.nodes if n.kind in cfgmod._EFFECT_KINDS or n.mutates}
-    useful, live = cfgmod._useful(method.nodes, roots, method.outputs, at_exit, reads, None)
+    useful = cfgmod._useful(method.nodes, roots, method.outputs, at_exit, reads, None)
+    live = {v for v in method.outputs if v is not None}.union(*(method.nodes[u].inputs for u in useful))
     facts = FlowFacts.compute(method, method.cfg)
     assert facts.exact
     assert facts.useful == useful and facts.live_values == live

@@ -248,8 +248,19 @@ _OUTPUTS = attrgetter("outputs")
 
 def work_budget(nodes: "tuple[Node, ...]") -> int:
     """The work `_reaching_definitions` may do on these nodes before falling back."""
+    return _node_budget(nodes) + _operand_budget(nodes)
+
+
+def _node_budget(nodes: "tuple[Node, ...]") -> int:
+    """The part of `work_budget` that needs no pass over the nodes."""
+    return WORK_FLOOR + WORK_PER_UNIT * len(nodes)
+
+
+def _operand_budget(nodes: "tuple[Node, ...]") -> int:
+    """The rest of `work_budget`: counting the operands is a pass over every node, so it
+    is done only when the work outgrows the rest (no program the benchmarks hold does)."""
     operands = sum(map(len, map(_INPUTS, nodes))) + sum(map(len, map(_OUTPUTS, nodes)))
-    return WORK_FLOOR + WORK_PER_UNIT * (len(nodes) + operands)
+    return WORK_PER_UNIT * operands
 
 
 _ENTRY_SET = frozenset({ENTRY})
@@ -322,7 +333,7 @@ class FlowFacts:
     """Reaching definitions and usefulness of one method over its CFG."""
 
     def __init__(self, reads: Optional[Reads], at_exit: Optional[dict[str, frozenset[int]]], useful: frozenset[int],
-                 live_values: frozenset[str], nodes: "tuple[Node, ...]", cfg: ControlFlowGraph,
+                 outputs: "tuple[Optional[str], ...]", nodes: "tuple[Node, ...]", cfg: ControlFlowGraph,
                  writers: Optional[dict[str, frozenset[int]]] = None,
                  later: Optional[Callable[[], tuple[Reads, dict[str, frozenset[int]]]]] = None) -> None:
         self.exact = reads is not None or later is not None  # False when the work limit was hit
@@ -331,11 +342,20 @@ class FlowFacts:
             self.__dict__["at_exit"] = at_exit  # value -> writers whose value the method can return
         self._later = later  # else what names the reads, on first use (see `compute`)
         self.useful = useful  # node indices
-        self.live_values = live_values
+        self._outputs = outputs
         self._nodes = nodes
         self._cfg = cfg
         if writers is not None:  # the fallback computed them: `writers` need not
             self.__dict__["writers"] = writers
+
+    @cached_property
+    def live_values(self) -> frozenset[str]:
+        """The values a useful node reads or the method returns (as the flow-insensitive
+        liveness of straight-line SSA graphs defines it). Built on first use: only fix
+        planning asks, and the set holds most values of the method."""
+        live = {v for v in self._outputs if v is not None}
+        live.update(chain.from_iterable(map(_INPUTS, map(self._nodes.__getitem__, self.useful))))
+        return frozenset(live)
 
     @cached_property
     def _named(self) -> tuple[Reads, dict[str, frozenset[int]]]:
@@ -386,26 +406,37 @@ class FlowFacts:
         if _is_straight_line(cfg) and (work_limit is None or len(nodes) + 2 <= work_limit):
             # One block: usefulness in one backward pass; the reads are named only if a
             # rule asks what one sees (the default budget always covers this path)
-            useful, live = _straight_line_useful(method, cfg, effectful)
-            return cls(reads=None, at_exit=None, useful=frozenset(useful), live_values=frozenset(live), nodes=nodes,
+            useful = _straight_line_useful(method, cfg, effectful)
+            return cls(reads=None, at_exit=None, useful=frozenset(useful), outputs=method.outputs, nodes=nodes,
                        cfg=cfg, later=partial(_straight_line_reads, method, cfg, len(nodes) + 2))
-        reachable = cfg.reachable
         reads: Optional[Reads] = None
         writers: Optional[dict[str, frozenset[int]]] = None
         try:
-            reads, at_exit = _reaching_definitions(method, cfg, work_budget(nodes) if work_limit is None else work_limit)
+            if work_limit is None:  # the budget, its operand part counted only if it is needed
+                reads, at_exit = _reaching_definitions(method, cfg, _node_budget(nodes),
+                                                       partial(_operand_budget, nodes))
+            else:
+                reads, at_exit = _reaching_definitions(method, cfg, work_limit)
         except _TooMuchWork:
-            writers = _writers_of(nodes, reachable)
+            writers = _writers_of(nodes, cfg.reachable)
             at_exit = {v: writers.get(v, frozenset()) | {ENTRY} for v in method.outputs if v is not None}
         roots = set(effectful) if effectful is not None else {
             n.index for n in nodes if n.kind in _EFFECT_KINDS or n.mutates
         }
-        roots &= reachable
-        useful, live = _useful(nodes, roots, method.outputs, at_exit, reads, writers)
-        # A value is live when a useful node reads it or the method returns it (as the
-        # flow-insensitive liveness of straight-line SSA graphs defines it).
-        return cls(reads=reads, at_exit=at_exit, useful=frozenset(useful), live_values=frozenset(live), nodes=nodes,
+        roots = _reachable_only(cfg, roots)
+        useful = _useful(nodes, roots, method.outputs, at_exit, reads, writers)
+        return cls(reads=reads, at_exit=at_exit, useful=frozenset(useful), outputs=method.outputs, nodes=nodes,
                    cfg=cfg, writers=writers)
+
+
+def _reachable_only(cfg: ControlFlowGraph, indices: set[int]) -> set[int]:
+    """The nodes of `indices` some execution reaches: by block, and without building
+    `cfg.reachable` (a set of every node) when every block is reached (the common case)."""
+    blocks = _reach(0, cfg.block_successors) if cfg.blocks else set()
+    if len(blocks) == len(cfg.blocks):
+        return indices
+    block_of = cfg.block_of
+    return {i for i in indices if 0 <= i < len(block_of) and block_of[i] in blocks}
 
 
 def _is_straight_line(cfg: ControlFlowGraph) -> bool:
@@ -414,15 +445,14 @@ def _is_straight_line(cfg: ControlFlowGraph) -> bool:
 
 
 def _straight_line_useful(method: "MethodView", cfg: ControlFlowGraph,
-                          effectful: Optional[Iterable[int]]) -> tuple[list[int], set[str]]:
+                          effectful: Optional[Iterable[int]]) -> list[int]:
     """`_useful` of a straight-line method, in one backward pass without naming a read:
     `demand` holds the values some useful read below (or the return) sees the write of
     that is still to come, upwards. A node is useful if it is a root or writes one of
     them; then its writes meet that demand and its reads add theirs."""
     nodes = method.nodes
-    returned = {v for v in method.outputs if v is not None}
-    demand = set(returned) if cfg.exits else set()
-    needed, meet, add = demand.isdisjoint, demand.difference_update, demand.update
+    demand = {v for v in method.outputs if v is not None} if cfg.exits else set()
+    needed, meet, met, add = demand.isdisjoint, demand.difference_update, demand.discard, demand.update
     roots = set(effectful) if effectful is not None else None
     useful: list[int] = []
     effects = _EFFECT_KINDS
@@ -432,20 +462,24 @@ def _straight_line_useful(method: "MethodView", cfg: ControlFlowGraph,
             root = node.mutates or node.kind in effects
         else:
             root = node.index in roots
-        if root or not needed(outputs):
+        if len(outputs) == 1:  # most nodes: one write, asked and met without a set call
+            if root or outputs[0] in demand:
+                useful.append(node.index)
+                met(outputs[0])
+                add(node.inputs)
+        elif root or not needed(outputs):
             useful.append(node.index)
             meet(outputs)
             add(node.inputs)
-    returned.update(chain.from_iterable(map(_INPUTS, map(nodes.__getitem__, useful))))
-    return useful, returned
+    return useful
 
 
 def _useful(nodes: "tuple[Node, ...]", roots: set[int], outputs: Iterable[Optional[str]],
             at_exit: dict[str, frozenset[int]], reads: Optional[Reads],
-            writers: Optional[dict[str, frozenset[int]]]) -> tuple[set[int], set[str]]:
-    """The nodes whose writes reach, transitively, a root's reads or the method's return,
-    and the values those nodes read (plus the outputs). A closure: the order of the work
-    does not change the sets."""
+            writers: Optional[dict[str, frozenset[int]]]) -> set[int]:
+    """The nodes whose writes reach, transitively, a root's reads or the method's return
+    (`FlowFacts.live_values` are the values they read). A closure: the order of the work
+    does not change the set."""
     useful: set[int] = set()
     work: list[int] = []
 
@@ -456,21 +490,18 @@ def _useful(nodes: "tuple[Node, ...]", roots: set[int], outputs: Iterable[Option
                 work.append(d)
 
     mark(roots)
-    live: set[str] = set()
     for vid in outputs:
         if vid is not None:
-            live.add(vid)
             mark(at_exit.get(vid, _ENTRY_SET))
     if reads is None:  # flow-insensitive: every write of a value reaches every read
         assert writers is not None
         expanded: set[str] = set()  # values whose writers are all marked
         while work:
             for vid in nodes[work.pop()].inputs:
-                live.add(vid)
                 if vid not in expanded:
                     expanded.add(vid)
                     mark(writers.get(vid, ()))
-        return useful, live
+        return useful
     names, phis = reads.names, reads.phis
     add, push, pop = useful.add, work.append, work.pop
     while work:
@@ -487,9 +518,7 @@ def _useful(nodes: "tuple[Node, ...]", roots: set[int], outputs: Iterable[Option
                     push(name)
             elif name != ENTRY:
                 mark(phis[_phi_index(name)])
-    # the values the useful nodes read, in one pass once the closure is known
-    live.update(chain.from_iterable(map(_INPUTS, map(nodes.__getitem__, useful))))
-    return useful, live
+    return useful
 
 
 def _fresh_names(read: tuple[int, ...], useful: set[int], phis: list[frozenset[int]]) -> set[int]:
@@ -512,15 +541,17 @@ class _TooMuchWork(Exception):
     pass
 
 
-def _reaching_definitions(method: "MethodView", cfg: ControlFlowGraph, work_limit: int) -> tuple[Reads, dict]:
+def _reaching_definitions(method: "MethodView", cfg: ControlFlowGraph, work_limit: int,
+                          more: Optional[Callable[[], int]] = None) -> tuple[Reads, dict]:
     """Per read, the writes that reach it (`Reads`); per value, the writes that reach the exit.
+    `more`, when given, is asked once for more work when `work_limit` is spent.
 
     A method without jumps is one block: each read sees the last write before it, in one
     pass (`_straight_line_reads`). Otherwise `_sparse_reads`.
     """
     if _is_straight_line(cfg):
-        return _straight_line_reads(method, cfg, work_limit)
-    return _sparse_reads(method, cfg, work_limit)
+        return _straight_line_reads(method, cfg, work_limit + (more() if more is not None else 0))
+    return _sparse_reads(method, cfg, work_limit, more)
 
 
 def _straight_line_reads(method: "MethodView", cfg: ControlFlowGraph, work_limit: int) -> tuple[Reads, dict]:
@@ -542,7 +573,8 @@ def _straight_line_reads(method: "MethodView", cfg: ControlFlowGraph, work_limit
     return reads, at_exit
 
 
-def _sparse_reads(method: "MethodView", cfg: ControlFlowGraph, work_limit: int) -> tuple[Reads, dict]:
+def _sparse_reads(method: "MethodView", cfg: ControlFlowGraph, work_limit: int,
+                  more: Optional[Callable[[], int]] = None) -> tuple[Reads, dict]:
     """Sparse, the way SSA construction is (Cytron et al.): a value's reaching writes change
     only at its writes and at the joins in the iterated dominance frontier of the blocks
     that write it, so each value gets a phi at those joins only, one walk of the dominator
@@ -559,11 +591,17 @@ def _sparse_reads(method: "MethodView", cfg: ControlFlowGraph, work_limit: int) 
     n_blocks = len(blocks)
     root = n_blocks  # the virtual entry block
     budget = [work_limit]
+    extra = [more]
 
     def charge(amount: int) -> None:
         budget[0] -= amount
         if budget[0] < 0:
-            raise _TooMuchWork
+            if extra[0] is None:
+                raise _TooMuchWork
+            budget[0] += extra[0]()  # the rest of the budget, counted once
+            extra[0] = None
+            if budget[0] < 0:
+                raise _TooMuchWork
 
     order = _reverse_postorder(succ, root)  # reachable blocks (and the root), root first
     reachable = set(order)
@@ -649,7 +687,10 @@ def _rename_block(nodes, first: int, last: int, names: list, current: dict[str, 
     for i in range(first, last + 1):
         node = nodes[i]
         inputs = node.inputs
-        names[i] = tuple(map(get, inputs, entries)) if inputs else ()  # (inputs, constants: no reads)
+        if len(inputs) == 1:  # most nodes: no map to build
+            names[i] = (get(inputs[0], ENTRY),)
+        else:
+            names[i] = tuple(map(get, inputs, entries))  # (inputs, constants: no reads)
         if undo is None:  # (a straight-line method, a run of loops: no undo list kept)
             for vid in node.outputs:
                 current[vid] = i

@@ -50,8 +50,7 @@ class DeviceFacts:
         if method.cfg is not None:
             from xferlint.analyzer.cfg import FlowFacts
 
-            facts._flow = FlowFacts.compute(method, method.cfg)
-            facts._live = facts._flow.live_values  # (a frozenset, only asked `in`: not copied)
+            facts._flow = FlowFacts.compute(method, method.cfg)  # its live values are built if asked
         else:
             facts._live = facts._liveness()
         return facts
@@ -116,7 +115,7 @@ class DeviceFacts:
         return vid in self._outputs
 
     def is_live(self, vid: Optional[str]) -> bool:
-        return vid in self._live
+        return vid in (self._live if self._flow is None else self._flow.live_values)
 
     def nbytes(self, vid: Optional[str]) -> Optional[int]:
         value = self.method.values.get(vid) if vid is not None else None
