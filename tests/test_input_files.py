@@ -6,38 +6,32 @@ import pytest
 from xferlint.errors import InputError
 from xferlint.frontends.files import read_input
 
+BYTES = b"HEADER..body"  # 12 bytes: an 8-byte header, then the rest
 
-def _read(path, check_header=None):
+
+def _read(path, check_header):
     return read_input(str(path), "model.pte", what="a .pte file", limit=1 << 20, header=8,
                       check_header=check_header)
 
 
 def test_reads_the_whole_file(tmp_path):
     path = tmp_path / "model.pte"
-    path.write_bytes(b"HEADER..body")
-    assert _read(path, lambda head, size: None) == b"HEADER..body"
+    path.write_bytes(BYTES)
+    assert _read(path, lambda head, size: None) == BYTES
 
 
-def test_a_file_that_grows_while_read_gives_both_sizes(tmp_path):
+@pytest.mark.parametrize("mode, write, message", [
+    ("ab", b"more", "(12 bytes, then 13)"),  # grew: one byte past the size is read, and refused
+    ("r+b", b"OTHER...", "(its first 8 bytes differ)"),  # rewritten in place: the sizes agree
+])
+def test_a_file_that_changes_while_read_is_one_error_saying_how(tmp_path, mode, write, message):
     path = tmp_path / "model.pte"
-    path.write_bytes(b"HEADER..body")
+    path.write_bytes(BYTES)
 
-    def grow(head, size):
-        with open(path, "ab") as f:
-            f.write(b"more")
-
-    with pytest.raises(InputError, match=r"^model\.pte: changed while it was read \(12 bytes, then 13\)$"):
-        _read(path, grow)
-
-
-def test_a_header_rewritten_in_place_is_named_as_such_not_as_equal_sizes(tmp_path):
-    path = tmp_path / "model.pte"
-    path.write_bytes(b"HEADER..body")
-
-    def rewrite(head, size):
-        with open(path, "r+b") as f:
-            f.write(b"OTHER...")
+    def change(head, size):  # between the header's read and the body's
+        with open(path, mode) as f:
+            f.write(write)
 
     with pytest.raises(InputError) as raised:
-        _read(path, rewrite)
-    assert str(raised.value) == "model.pte: changed while it was read (its first 8 bytes differ)"
+        _read(path, change)
+    assert str(raised.value) == f"model.pte: changed while it was read {message}"
