@@ -153,7 +153,7 @@ def _pairs(items: Iterable[tuple[str, str, int, int]]) -> list[PairTraffic]:
 
 
 def _distinct_bytes(sizes: dict[str, int], names: Iterable[str]) -> int:
-    """Bytes per call of the named copies (`sizes`: bytes by node name, see `_sizes`), each
+    """Bytes per call of the named copies (`sizes`: bytes by node name, see `_table`), each
     counted once (symbolic ones not at all)."""
     return sum(sizes[n] for n in set(names) if n in sizes)
 
@@ -161,7 +161,7 @@ def _distinct_bytes(sizes: dict[str, int], names: Iterable[str]) -> int:
 def traffic_counts(found: list[Copy]) -> dict:
     """The Traffic fields (but savings) of a list of copies, in one pass over them (the
     pairs too: what `_pairs` makes of each copy's (source, target, 1, bytes)). A check
-    counts a method's copies without building them (`_traffic`); this is its plain form."""
+    counts a method's copies without building them (`_table`); this is its plain form."""
     h2d = h2d_bytes = d2h = d2h_bytes = total = symbolic = in_control_flow = 0
     table: dict[tuple[str, str], list[int]] = {}
     for c in found:
@@ -243,11 +243,6 @@ def _table(facts: DeviceFacts) -> tuple[dict[str, int], dict]:
         if node.scope:
             in_control_flow += 1
     return sizes, _totals([g for g in groups.values() if g is not None], in_control_flow)
-
-
-def _traffic(facts: DeviceFacts) -> dict:
-    """`traffic_counts(copies(facts))`, counted as `_table` counts it."""
-    return _table(facts)[1]
 
 
 _NEW: list = []  # a group not seen yet (None is a group of no copies)
