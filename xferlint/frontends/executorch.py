@@ -324,7 +324,6 @@ class _Builder:
     mutable_buffers: frozenset[str] = frozenset()  # buffers the method writes (by target)
     # (id(lowered module), arity) -> (the module, its DelegateInfo, its target device)
     delegates: dict[tuple[int, int], tuple[Any, DelegateInfo, Optional[Device]]] = field(default_factory=dict)
-    target_names: dict[Any, str] = field(default_factory=dict)  # FX target -> target_name(target)
     # id(FX target) -> _Op: what a call of it is, worked out once per distinct target
     ops: dict[int, "_Op"] = field(default_factory=dict)
     inputs: list[str] = field(default_factory=list)  # the method's user inputs, in order
@@ -344,14 +343,8 @@ class _Builder:
             return found
 
     def name_of(self, target: Any) -> str:
-        """target_name, once per distinct target of the method."""
-        try:
-            return self.target_names[target]
-        except KeyError:
-            name = self.target_names[target] = target_name(target)
-            return name
-        except TypeError:  # an unhashable target
-            return target_name(target)
+        """target_name, once per distinct target of the method (see `op`)."""
+        return self.op(target).name
 
     def op(self, target: Any) -> "_Op":
         """What a call of `target` is, once per distinct target of the method. Keyed by
