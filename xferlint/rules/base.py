@@ -131,20 +131,34 @@ class RuleContext:
         return found
 
     def _locate(self, node: Node) -> Optional[SourceLocation]:
-        if node.kind == _DELEGATE:
-            return next((loc for vid in node.outputs for loc in (self._located_reader(vid),) if loc), None)
-        if node.kind in (_H2D, _TO_DEVICE):
-            found = self._located_reader(node.output)
+        # plain loops, not next() over generators: a real program locates half its nodes
+        kind = node.kind
+        if kind is _DELEGATE:
+            for vid in node.outputs:
+                loc = self._located_reader(vid)
+                if loc:
+                    return loc
+            return None
+        if kind is _H2D or kind is _TO_DEVICE:
+            vid = node.output
+            found = self._located_reader(vid)
             if found is None:
-                found = next((loc for c in self.facts.readers(node.output) if c.kind == _DELEGATE
-                              for loc in (self._inside_reading(c, node.output) or self.locate(c),) if loc), None)
-            if found is not None:
+                for c in self.facts.readers(vid):
+                    if c.kind is _DELEGATE:
+                        found = self._inside_reading(c, vid) or self.locate(c)
+                        if found:
+                            break
+            if found:
                 return found
         for vid in node.inputs:
             inside = self._inside_written(vid)
             if inside is not None:
                 return inside
-        return next((loc for vid in node.inputs for loc in (self._located_writer(vid),) if loc), None)
+        for vid in node.inputs:
+            loc = self._located_writer(vid)
+            if loc:
+                return loc
+        return None
 
     def _cached(self, key: tuple, compute: Callable[[], Any]) -> Any:
         memo = self._memo
@@ -218,7 +232,10 @@ class RuleContext:
 
     @staticmethod
     def _first_located(nodes: Iterable[Node]) -> Optional[SourceLocation]:
-        return next((n.location for n in nodes if n.location is not None), None)
+        for n in nodes:
+            if n.location is not None:
+                return n.location
+        return None
 
     def describe(self, node: Node) -> str:
         """`name (line 23: `code`)` when the node can be located, else `name`."""
@@ -240,8 +257,10 @@ class RuleContext:
     def _new_step(self, key: tuple, node: Node, role: str) -> Step:
         """The Step of `node` in `role`, made and kept under `key` (see `step`)."""
         location = node.location
-        if location is None:
-            location = self.locate(node)  # None at once where nothing is locatable
+        if location is None:  # `locate`, its memo read here first: most steps' nodes were located before
+            location = self._located.get(id(node), _UNSET)
+            if location is _UNSET:
+                location = self.locate(node)  # None at once where nothing is locatable
         found = self._steps[key] = _STEP(node=node.name, target=node.target, role=role,
                                          device=self.device_str(node),
                                          location=self._location(location) if location is not None else None)
