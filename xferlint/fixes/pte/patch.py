@@ -31,6 +31,18 @@ _I32 = struct.Struct("<i")
 # vtable slots (4 + 2 * field index in program.fbs)
 _PLAN_OUTPUTS, _PLAN_CHAINS = 12, 14
 _CHAIN_OUTPUTS, _CHAIN_INSTRUCTIONS, _CHAIN_STACKTRACE = 6, 8, 10
+_INSTR_ARGS_TYPE, _INSTR_ARGS = 4, 6  # Instruction.instr_args: the union's type byte, then its table
+_U16 = struct.Struct("<H")
+
+
+def _slot(buf: bytes, table: int, slot: int) -> Optional[int]:
+    """Position of a table's field in `buf`, None when absent (the generated `Offset`: the
+    table's vtable lists each field's offset from the table, 0 or past its end when absent)."""
+    vtable = table - _I32.unpack_from(buf, table)[0]
+    if slot >= _U16.unpack_from(buf, vtable)[0]:
+        return None
+    offset = _U16.unpack_from(buf, vtable + slot)[0]
+    return table + offset if offset else None
 
 
 class Patcher:
@@ -40,7 +52,10 @@ class Patcher:
         self.buf = bytearray(data)
         self.program = program
         self.fb = generated()
-        self.root = self.fb.Program.Program.GetRootAs(bytes(data[: program.container.program_size]), 0)
+        # positions are read in the program as it was: edits shift nothing they look up
+        self.original = bytes(data[: program.container.program_size])
+        self.root = self.fb.Program.Program.GetRootAs(self.original, 0)
+        self._starts: dict[tuple[int, int], int] = {}  # (plan, chain) -> its instructions' first slot
 
     # -- positions --------------------------------------------------------------------
     def _plan(self, plan_index: int) -> Any:
@@ -56,23 +71,22 @@ class Patcher:
         offset = tab.Offset(slot)
         return tab.Vector(offset) if offset else None
 
-    @staticmethod
-    def _field(table: Any, slot: int) -> Optional[int]:
-        """Position of a stored scalar field (None when absent: it holds its default)."""
-        tab = table._tab
-        offset = tab.Offset(slot)
-        return tab.Pos + offset if offset else None
-
-    def _call(self, plan_index: int, chain: int, k: int) -> tuple[int, Any]:
-        ins = self._chain(plan_index, chain).Instructions(k)
-        kind = ins.InstrArgsType()
-        table = ins.InstrArgs()
-        cls = {pp.KERNEL: self.fb.KernelCall.KernelCall, pp.DELEGATE: self.fb.DelegateCall.DelegateCall,
-               pp.MOVE: self.fb.MoveCall.MoveCall, pp.JUMP_FALSE: self.fb.JumpFalseCall.JumpFalseCall,
-               pp.FREE: self.fb.FreeCall.FreeCall}[kind]
-        call = cls()
-        call.Init(table.Bytes, table.Pos)
-        return kind, call
+    def _call(self, plan_index: int, chain: int, k: int) -> tuple[int, int]:
+        """(union type, position of the call table) of instruction `k`, read off the bytes
+        as the generated `Chain.Instructions(k).InstrArgs()` finds them: a fix rewires one
+        instruction per copy it removes, and a walk from the root through the generated
+        classes per instruction was a tenth of a large program's fix trial."""
+        key = (plan_index, chain)
+        start = self._starts.get(key)
+        if start is None:
+            start = self._starts[key] = self._vector(self._chain(plan_index, chain), _CHAIN_INSTRUCTIONS)
+        buf = self.original
+        slot = start + 4 * k
+        ins = slot + _U32.unpack_from(buf, slot)[0]
+        kind_at, args_at = _slot(buf, ins, _INSTR_ARGS_TYPE), _slot(buf, ins, _INSTR_ARGS)
+        if args_at is None:
+            raise FixError(f"instruction {k} has no arguments")
+        return (buf[kind_at] if kind_at is not None else 0), args_at + _U32.unpack_from(buf, args_at)[0]
 
     def _read_i32(self, pos: int) -> int:
         return _I32.unpack_from(self.buf, pos)[0]
@@ -86,7 +100,10 @@ class Patcher:
         kind, call = self._call(plan_index, chain, k)
         if kind not in (pp.KERNEL, pp.DELEGATE):
             raise FixError(f"instruction {k} is not a call")
-        start = self._vector(call, pp._CALL_ARGS)
+        args = _slot(self.original, call, pp._CALL_ARGS)
+        if args is None:
+            raise FixError(f"instruction {k} has no argument list")
+        start = args + _U32.unpack_from(self.original, args)[0] + 4  # past the vector's length
         for j in positions:
             pos = start + 4 * j
             if self._read_i32(pos) != old:
@@ -96,7 +113,7 @@ class Patcher:
     def rewire_field(self, plan_index: int, chain: int, k: int, slot: int, old: int, new: int) -> None:
         """Replace `old` by `new` in a MoveCall / JumpFalseCall field (which must be stored)."""
         _, call = self._call(plan_index, chain, k)
-        pos = self._field(call, slot)
+        pos = _slot(self.original, call, slot)
         if pos is None or self._read_i32(pos) != old:
             raise FixError(f"instruction {k} does not store value {old} where it can be rewritten in place")
         self._write_i32(pos, new)
@@ -129,11 +146,11 @@ class Patcher:
         for k, ins in enumerate(decoded):
             if k in removed or ins.kind != pp.JUMP_FALSE:
                 continue
-            kind, call = self._call(plan_index, chain, k)
-            dest = call.DestinationInstruction()
+            _, call = self._call(plan_index, chain, k)
+            pos = _slot(self.original, call, pp._JF_DEST)
+            dest = _I32.unpack_from(self.original, pos)[0] if pos is not None else 0  # absent: the default
             shift = bisect.bisect_left(before, dest)
             if shift:
-                pos = self._field(call, pp._JF_DEST)
                 self._write_i32(pos, dest - shift)
         self._drop_vector_entries(self._vector(c, _CHAIN_INSTRUCTIONS), n, removed)
         stack = self._vector(c, _CHAIN_STACKTRACE)
