@@ -74,6 +74,10 @@ def _instances(cls, kw_only):
 @pytest.mark.parametrize("body", [_point, _bare, _empty])
 def test_same_class(body, options):
     theirs, ours = _both(body, **options)
+    if body is not _empty:  # the signature is compiled with the first instance
+        ours(x=1) if body is _point else ours(name="a")
+    else:
+        ours()
     assert [f.name for f in dataclasses.fields(ours)] == [f.name for f in dataclasses.fields(theirs)]
     assert str(inspect.signature(ours)) == str(inspect.signature(theirs))
     assert ours.__doc__ == theirs.__doc__
@@ -124,6 +128,15 @@ def test_pickles():
     sys.modules[__name__].Pickled = Pickled
     back = pickle.loads(pickle.dumps(obj))
     assert back == obj and back.note == "n"
+
+
+def test_init_compiled_with_the_first_instance():
+    _, ours = _both(_point, frozen=True)
+    assert str(inspect.signature(ours)) == "(*args, **kwargs)"
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'x'"):
+        ours()
+    assert str(inspect.signature(ours)).startswith("(x: 'int', y: 'float' = 0.0")
+    assert ours(1).x == 1
 
 
 def test_subclass_and_own_methods():

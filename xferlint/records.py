@@ -1,33 +1,36 @@
-"""`dataclass`: the standard decorator, with one compiled method per class instead of six.
+"""`dataclass`: the standard decorator, its methods compiled when first called.
 
 A check creates ~50 dataclasses at import, and the standard decorator compiles each of
 their generated methods with its own `exec` (`__init__`, `__repr__`, `__eq__`, `__hash__`,
 and a frozen class's `__setattr__` and `__delattr__`; four more with `order=True`): ~0.8 ms
-a class, 40 ms of a one-file check's start-up. This decorator lets `dataclasses` do
-everything but the methods (the fields, `__dataclass_fields__`, slots, `__match_args__`),
-compiles `__init__` alone, the same source the standard decorator writes, so building an
-instance costs the same, and gives the other methods as closures over the class's fields,
-which behave as the generated ones do (`tests/test_records.py` compares them).
+a class, 40 ms of a one-file check's start-up, for methods most classes never run in that
+check. This decorator lets `dataclasses` do everything but the methods (the fields,
+`__dataclass_fields__`, slots, `__match_args__`) and adds them itself: `__init__`, the
+comparisons and `__hash__` from the source the standard decorator writes, compiled at their
+first call (then the same cost per call), `__repr__` and the frozen `__setattr__` and
+`__delattr__` as closures (no call is hot). `tests/test_records.py` compares the classes.
 
 The classes are real dataclasses: `dataclasses.fields`, `replace`, `asdict` and
-`is_dataclass` work, and so do pickling and `xferlint.frozen`. Two differences, both
-unseen by the project: `__dataclass_params__` records the options the standard decorator
-was asked for (no `repr`, `eq`, `order` or `frozen`: it made none of those methods), and a
+`is_dataclass` work, and so do pickling and `xferlint.frozen`. The differences, all unseen
+by the project: `__dataclass_params__` records the options the standard decorator was
+asked for (no `repr`, `eq`, `order` or `frozen`: it made none of those methods), and a
 class mixing these bases with standard frozen dataclasses is made by the standard
-decorator whole. So are the cases the short path does not cover (`__post_init__`,
-`InitVar`, `ClassVar`, fields outside `__init__`, `unsafe_hash`, a field named `self`).
+decorator whole; `inspect.signature(cls)` shows `(*args, **kwargs)` until the first
+instance. The standard decorator also makes the classes the short path does not cover
+(`__post_init__`, `InitVar`, `ClassVar`, fields outside `__init__`, `unsafe_hash`, a field
+named `self`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import operator
 import reprlib
 from dataclasses import MISSING, FrozenInstanceError, fields
+from functools import partial
 from typing import Any, Callable
 
 _OURS = "__xferlint_record__"  # set on the classes made here: their bases need no fallback
-_ORDER = {"__lt__": operator.lt, "__le__": operator.le, "__gt__": operator.gt, "__ge__": operator.ge}
+_ORDER = {"__lt__": "<", "__le__": "<=", "__gt__": ">", "__ge__": ">="}
 
 
 class _Factory:
@@ -75,35 +78,59 @@ def _make(cls: type, init: bool, repr: bool, eq: bool, order: bool, frozen: bool
     own = dict(cls.__dict__)  # before the decorator adds to it (or replaces the class)
     made = dataclasses.dataclass(cls, init=False, repr=False, eq=False, frozen=False, **options)
     spec = fields(made)
-    methods: dict[str, Callable] = {}
+    compared = tuple(f.name for f in spec if f.compare)
+    eager = not own.get("__doc__")  # the docstring to write shows `__init__`'s signature
+    methods: dict[str, Any] = {}  # a partial: source to compile (`first_call`)
     if init:
-        methods["__init__"] = _init(made, spec, frozen)
+        methods["__init__"] = partial(_init, spec, frozen)
     if repr:
         methods["__repr__"] = _repr([f.name for f in spec if f.repr])
     if eq:
-        compared = _key([f.name for f in spec if f.compare])
-        methods["__eq__"] = _compare(operator.eq, compared)
-        methods.update((name, _compare(op, compared)) for name, op in _ORDER.items() if order)
+        methods["__eq__"] = partial(_compare, "==", compared)
+        methods.update((name, partial(_compare, op, compared)) for name, op in _ORDER.items() if order)
         methods.update(_hash(own, frozen, [f.name for f in spec
                                             if (f.compare if f.hash is None else f.hash)]))
     if frozen:
         methods.update(_frozen(made, {f.name for f in spec}, options.get("slots", False)))
     for name, method in methods.items():
         if name not in own or name == "__hash__":  # the decorator's rule: never replace
+            if isinstance(method, partial):
+                method = (method(made, name) if eager and name == "__init__"
+                          else _on_first_call(made, name, method))
             if callable(method):
                 method.__qualname__ = f"{made.__qualname__}.{name}"
             setattr(made, name, method)
     setattr(made, _OURS, True)
-    if not own.get("__doc__") and init:  # the standard decorator's docstring, now
+    if eager and init:  # the standard decorator's docstring
         made.__doc__ = made.__name__ + str(_signature(made)).replace(" -> None", "")
     return made
 
 
-def _init(cls: type, spec: tuple, frozen: bool) -> Callable:
-    """`__init__`, compiled from the source the standard decorator writes (same cost per
-    instance): each field set through `object.__setattr__` where the class is frozen."""
-    env: dict[str, Any] = {"__name__": cls.__module__, "_object": object,
-                           "_HAS_FACTORY": _HAS_FACTORY}
+def _on_first_call(cls: type, name: str, compile_method: Callable[[type, str], Callable]) -> Callable:
+    """A method that compiles the real one at its first call, puts it on the class in its
+    place and hands over to it: half the classes a check imports never build an instance
+    in a run, more never compare or hash one (they serve other commands, formats and
+    frontends). Until then `inspect.signature(cls)` shows `(*args, **kwargs)`."""
+    def first_call(self, *args, **kwargs):
+        method = compile_method(cls, name)
+        method.__qualname__ = f"{cls.__qualname__}.{name}"
+        type.__setattr__(cls, name, method)
+        return method(self, *args, **kwargs)
+    return first_call
+
+
+def _compiled(cls: type, name: str, params: str, body: list[str], env: dict[str, Any]) -> Callable:
+    """Function `name` of `cls`, compiled from its source."""
+    source = f"def {name}({params}):\n " + "\n ".join(body) + "\n"
+    env["__name__"] = cls.__module__
+    exec(source, env)  # noqa: S102 - generated from the class's own field names
+    return env[name]
+
+
+def _init(spec: tuple, frozen: bool, cls: type, name: str) -> Callable:
+    """`__init__`, the source the standard decorator writes (same cost per instance): each
+    field set through `object.__setattr__` where the class is frozen."""
+    env: dict[str, Any] = {"_object": object, "_HAS_FACTORY": _HAS_FACTORY}
     positional, keyword, body = [], [], []
     for f in spec:
         value, param = f.name, f.name
@@ -118,11 +145,22 @@ def _init(cls: type, spec: tuple, frozen: bool) -> Callable:
         body.append(f"_object.__setattr__(self, {f.name!r}, {value})" if frozen
                     else f"self.{f.name} = {value}")
     params = ", ".join(["self", *positional, *(["*", *keyword] if keyword else [])])
-    source = f"def __init__({params}):\n " + ("\n ".join(body) or "pass") + "\n"
-    exec(source, env)  # noqa: S102 - generated from the class's own field names
-    function = env["__init__"]
+    function = _compiled(cls, name, params, body or ["pass"], env)
     function.__annotations__ = {**{f.name: f.type for f in spec}, "return": None}
     return function
+
+
+def _compare(op: str, names: tuple[str, ...], cls: type, name: str) -> Callable:
+    """`__eq__` (or `__lt__`, ...) as the standard decorator writes it: the tuples of the
+    compared fields (a tuple even of one: `(x,) == (x,)` holds for a NaN, `x == x` does not)."""
+    mine, theirs = _fields_tuple("self", names), _fields_tuple("other", names)
+    return _compiled(cls, name, "self, other", [
+        "if other.__class__ is self.__class__:", f" return {mine} {op} {theirs}",
+        "return NotImplemented"], {})
+
+
+def _fields_tuple(obj: str, names: tuple[str, ...]) -> str:
+    return "(" + "".join(f"{obj}.{name}," for name in names) + ")"
 
 
 def _repr(names: list[str]) -> Callable:
@@ -134,34 +172,19 @@ def _repr(names: list[str]) -> Callable:
     return __repr__
 
 
-def _key(names: list[str]) -> Callable[[Any], tuple]:
-    """The tuple of the named fields' values, as the generated methods compare and hash it
-    (a tuple even of one field: `(x,) == (x,)` holds for a NaN, `x == x` does not)."""
-    if not names:
-        return lambda obj: ()
-    get = operator.attrgetter(*names)
-    return get if len(names) > 1 else lambda obj: (get(obj),)
-
-
-def _compare(op: Callable[[Any, Any], Any], key: Callable[[Any], tuple]) -> Callable:
-    """`__eq__` (or `__lt__`, ...): the field tuples compared, for two of the same class."""
-    def compare(self, other):
-        if other.__class__ is self.__class__:
-            return op(key(self), key(other))
-        return NotImplemented
-    return compare
-
-
 def _hash(own: dict, frozen: bool, names: list[str]) -> dict[str, Any]:
     """`__hash__` as the standard decorator sets it beside `__eq__`: a class's own kept,
-    the field tuple's hash for a frozen class, unhashable otherwise."""
+    the hash of the field tuple for a frozen class, unhashable otherwise."""
     explicit = own.get("__hash__", MISSING)
     if not (explicit is MISSING or (explicit is None and "__eq__" in own)):
         return {}
     if not frozen:
         return {"__hash__": None}
-    key = _key(names)
-    return {"__hash__": lambda self: hash(key(self))}
+    return {"__hash__": partial(_hashed, tuple(names))}
+
+
+def _hashed(names: tuple[str, ...], cls: type, name: str) -> Callable:
+    return _compiled(cls, name, "self", [f"return hash({_fields_tuple('self', names)})"], {})
 
 
 def _frozen(cls: type, names: set[str], slotted: bool) -> dict[str, Callable]:
