@@ -16,12 +16,13 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Iterable
 
 from xferlint.errors import UsageError
 from xferlint.findings import Finding
 from xferlint.fingerprint import digest, finding_key
+from xferlint.records import dataclass
 
 VERSION = 1
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from typing import Literal, Optional
 
 from xferlint.errors import ConfigError, UsageError
 from xferlint.fsutil import find_upward
+from xferlint.records import dataclass
 from xferlint.selection import check_selectors
 from xferlint.serialize import BOUNDARY, InvalidField, described, from_mapping
 

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import enum
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Optional
 
+from xferlint.records import dataclass
 from xferlint.serialize import BOUNDARY, described
 
 

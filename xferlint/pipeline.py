@@ -10,7 +10,7 @@ report), never the API or the CLI.
 from __future__ import annotations
 
 import gc
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence
 
 from xferlint.analyzer.facts import DeviceFacts
@@ -22,6 +22,7 @@ from xferlint.findings import Finding, InputErrorEntry
 from xferlint.frontends import LoadedProgram
 from xferlint.frontends.discovery import Discovery
 from xferlint.frontends.entrypoints import EntryPoint, ProgramObject, expand, load_entry_point
+from xferlint.records import dataclass
 from xferlint.report import Report, build_report
 from xferlint.rules._lint import lint_method
 from xferlint.rules.base import Rule

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Optional
 
 from xferlint import __version__
 from xferlint.analyzer.summary import MethodTransfers, TransferSummary, summarize
 from xferlint.findings import Finding, InputErrorEntry, node_order
+from xferlint.records import dataclass
 from xferlint.serialize import BOUNDARY, described, json_schema as _json_schema
 
 

@@ -16,8 +16,6 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
-import json
-import json.encoder
 import operator
 import sys
 import types
@@ -87,6 +85,8 @@ def _other_text(obj: Any, pad: str) -> str:
         return _list_text(obj, pad)
     if isinstance(obj, dict):
         return _object_text([(str(k), v) for k, v in obj.items()], pad)
+    import json  # here: a check writes no such value (`_encode_string`)
+
     return json.dumps(obj, ensure_ascii=False)  # a subclass of a scalar: json decides
 
 
@@ -224,7 +224,20 @@ def _float_text(value: float) -> str:
 
 
 _FLOAT = _float_text
-_encode_string = getattr(json.encoder, "c_encode_basestring", None) or json.encoder.py_encode_basestring
+
+
+def _string_encoder() -> Any:
+    """json's C string encoder (`json.encoder.c_encode_basestring`), taken from `_json`
+    without importing json, whose decoder compiles its regexes at import (1 % of a one-file
+    check, which reads no JSON); json's Python encoder where the C one is missing."""
+    try:
+        from _json import encode_basestring
+    except ImportError:
+        from json.encoder import py_encode_basestring as encode_basestring
+    return encode_basestring
+
+
+_encode_string = _string_encoder()
 
 
 class _Encoded(dict):

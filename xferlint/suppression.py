@@ -25,11 +25,11 @@ import io
 import os
 import re
 import tokenize
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterable, Optional
 
 from xferlint.findings import Finding
+from xferlint.records import dataclass
 from xferlint.suppression_record import Record  # re-exported: `xferlint.suppression.Record`
 
 _CODE = r"[A-Z]+[0-9]+"

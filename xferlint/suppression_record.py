@@ -10,10 +10,11 @@ create at start-up, about 4 % of a small `.pte` check).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Iterable, Optional
 
 from xferlint.findings import Finding
+from xferlint.records import dataclass
 
 if TYPE_CHECKING:
     from xferlint.suppression import Directive, Suppressed, Unhonoured

@@ -15,12 +15,13 @@ names the writes a particular read can see.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Callable, Optional, TypeVar, Union
 
 from xferlint.analyzer.lattice import UNREACHED, LatticeValue
 from xferlint.analyzer.solver import solve_indexed
 from xferlint.analyzer.view import MethodView, Node, OpKind, Value
+from xferlint.records import dataclass
 
 # Nodes that count as reads in their own right: their effect is not only their results.
 _EFFECTFUL = frozenset({OpKind.DELEGATE, OpKind.UNKNOWN})

@@ -11,8 +11,9 @@ most two raises per value.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Union
+
+from xferlint.records import dataclass
 
 _DEVICE_RE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?::\s*(\d+))?\s*$")
 

@@ -16,12 +16,13 @@ node a fix deletes (`Finding.removes`), each counted once.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Iterable, Optional
 
 from xferlint.analyzer.facts import DeviceFacts
 from xferlint.analyzer.lattice import CPU, UNREACHED, Device
 from xferlint.analyzer.view import COPY_KINDS, MethodView, Node, OpKind
+from xferlint.records import dataclass
 from xferlint.serialize import BOUNDARY, described
 
 H2D, D2H, D2D = "h2d", "d2h", "d2d"

@@ -10,13 +10,13 @@ runs where its operands live.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Optional
 
 from xferlint.analyzer.facts import DeviceFacts
 from xferlint.analyzer.lattice import CONFLICT, CPU, Device, join_all
 from xferlint.analyzer.summary import copy_of
 from xferlint.analyzer.view import MethodView, Node, OpKind
+from xferlint.records import dataclass
 
 UNKNOWN_DEVICE = "unknown"
 CONFLICT_DEVICE = "conflict"

@@ -12,10 +12,11 @@ branches (or around a loop) simply has two writers, which the solver joins.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Mapping, Optional
 
 from xferlint.analyzer.lattice import Device
+from xferlint.records import dataclass
 
 if TYPE_CHECKING:  # the CFG is optional; graph frontends never build one
     from xferlint.analyzer.cfg import ControlFlowGraph

@@ -15,7 +15,7 @@ program, until nothing is left (then a second fix would change nothing).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Callable, Collection, Optional, Sequence
 
 from xferlint.analyzer.facts import DeviceFacts
@@ -23,6 +23,7 @@ from xferlint.analyzer.view import MethodView, ProgramView
 from xferlint.findings import Applicability, Finding, Severity
 from xferlint.fixes.plan import FixPlan, NoFix, finding_key, resolve, select
 from xferlint.fixes.planners import PLANNERS
+from xferlint.records import dataclass
 from xferlint.rules._lint import lint_method
 from xferlint.rules.base import Rule, RuleContext
 

@@ -11,11 +11,12 @@ import io
 import os
 import tokenize
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Iterable, Optional
 
 from xferlint.findings import Finding
 from xferlint.fsutil import write_atomic
+from xferlint.records import dataclass
 from xferlint.suppression import Directive, decode, directives, not_honoured, read_source
 
 PREFIX = "# xferlint: noqa: "

@@ -5,12 +5,13 @@ Shared by the FX and the `.pte` fix paths, and torch-free.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from xferlint.analyzer.view import MethodView
 from xferlint.findings import Finding
 from xferlint.fixes.plan import FixPlan
 from xferlint.frozen import fast_constructor
+from xferlint.records import dataclass
 
 
 @dataclass(frozen=True)

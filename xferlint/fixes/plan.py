@@ -21,13 +21,14 @@ next round, planned afresh on the fixed program) -> `resolve()`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Iterable, NamedTuple, Optional, Sequence
 
 from xferlint.analyzer.facts import DeviceFacts
 from xferlint.analyzer.view import COPY_KINDS, MethodView, Node
 from xferlint.findings import Applicability, Finding
 from xferlint.frozen import fast_constructor
+from xferlint.records import dataclass
 from xferlint.run_caches import run_cache
 
 OUTPUT = "<output>"  # Rewire.reader for the method's outputs

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Optional
 
 from xferlint.analyzer.view import MethodView, OpKind
 from xferlint.findings import Finding
 from xferlint.fixes.outcome import MethodOutcome, Skipped
 from xferlint.fixes.plan import FixPlan
+from xferlint.records import dataclass
 from xferlint.rules.base import format_bytes
 
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Optional
 
 from xferlint.analyzer.view import ProgramView
+from xferlint.records import dataclass
 
 _PROGRAM_TYPES = frozenset({"ExportedProgram", "EdgeProgramManager", "ExecutorchProgramManager"})
 

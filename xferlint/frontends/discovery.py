@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Optional, Sequence
+
+from xferlint.records import dataclass
 
 DEFAULT_EXCLUDE = (
     ".*", "__pycache__", "node_modules", "site-packages", "venv", "build", "dist", "*.egg-info",

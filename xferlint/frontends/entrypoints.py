@@ -14,12 +14,13 @@ import importlib
 import os
 import sys
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Iterator, Optional
 
 from xferlint.errors import InputError
 from xferlint.frontends import is_program_object
 from xferlint.frontends.discovery import Discovery, walk
+from xferlint.records import dataclass
 
 # ast, hashlib, traceback and known_failures are imported where a .py entry point is parsed
 # or imported: a run over .pte files never needs them.

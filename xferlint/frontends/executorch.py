@@ -16,7 +16,7 @@ import copy
 import dataclasses
 import operator
 from functools import lru_cache
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Callable, Iterable, NamedTuple, Optional
 
 import torch
@@ -40,6 +40,7 @@ from xferlint.frontends import LoadedProgram
 from xferlint.frontends.compile_specs import TARGET_DEVICE_KEY, decode_compile_specs
 from xferlint.frontends.aten import ALIAS_OPS, COPY_INTO_OP, IGNORED_OPS, TO_DEVICE_OPS, transfer_kind
 from xferlint.frontends.source import location_from_stack_trace
+from xferlint.records import dataclass
 
 H2D_OP = "et_copy::_h2d_copy"
 D2H_OP = "et_copy::_d2h_copy"

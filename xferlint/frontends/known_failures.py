@@ -10,8 +10,9 @@ get out, which the entry-point loader appends to its one-line error. Torch-free.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Iterator, Optional
+
+from xferlint.records import dataclass
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,9 @@ never see graphs."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import Optional
+
+from xferlint.records import dataclass
 
 
 @dataclass(frozen=True)

@@ -11,11 +11,11 @@ its target lane, as thick as the bytes it moves per call, labelled with them.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from html import escape
 from typing import Optional, Sequence
 
 from xferlint.analyzer.timeline import MethodTimeline, TimelineCopy, TimelineNode
+from xferlint.records import dataclass
 from xferlint.rules.base import format_bytes
 
 COLLAPSE_MIN = 4

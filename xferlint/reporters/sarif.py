@@ -32,7 +32,6 @@ import ast
 import importlib.metadata
 import os
 import re
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Optional
@@ -68,6 +67,7 @@ from xferlint.findings import Finding, Severity, Step, node_order
 from xferlint.findings import Location as SourceLine
 from xferlint.fingerprint import SCHEME, finding_key, fingerprints
 from xferlint import fsutil
+from xferlint.records import dataclass
 from xferlint.reporters.sarif_serialize import dumps, new
 from xferlint.serialize import to_jsonable
 

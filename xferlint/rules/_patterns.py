@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Optional
 
 from xferlint.analyzer.facts import DeviceFacts
 from xferlint.analyzer.lattice import Device
 from xferlint.analyzer.view import Node, OpKind
 from xferlint.frozen import fast_constructor
+from xferlint.records import dataclass
 
 
 @dataclass(frozen=True)

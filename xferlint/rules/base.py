@@ -13,7 +13,7 @@ import importlib
 import os
 import pkgutil
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import lru_cache
 from typing import Any, Callable, ClassVar, Iterable, Optional, Sequence
 
@@ -22,6 +22,7 @@ from xferlint.analyzer.lattice import Device
 from xferlint.analyzer.view import MethodView, Node, OpKind, ProgramView, SourceLocation
 from xferlint.findings import Applicability, Finding, Location, Severity, Step
 from xferlint.frozen import fast_constructor
+from xferlint.records import dataclass
 
 DOC_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead", "Fix safety", "References")
 

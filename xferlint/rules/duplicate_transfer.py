@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from dataclasses import dataclass
 from functools import partial
 from operator import attrgetter
 from typing import Iterator, Optional
@@ -12,6 +11,7 @@ from xferlint.analyzer.facts import DeviceFacts
 from xferlint.analyzer.lattice import CPU, Device
 from xferlint.analyzer.view import COPY_KINDS, Node, OpKind
 from xferlint.findings import Applicability
+from xferlint.records import dataclass
 from xferlint.rules._patterns import round_trip_at, tick
 from xferlint.rules import _words as words
 from xferlint.rules.base import Example, Rule, format_bytes

@@ -14,13 +14,13 @@ whose values go on to another device is not a split of D (XF002's territory); a 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import partial
 from operator import itemgetter
 
 from xferlint.analyzer.facts import DeviceFacts
 from xferlint.analyzer.lattice import CPU, UNREACHED, Device
 from xferlint.analyzer.view import Node, OpKind
+from xferlint.records import dataclass
 from xferlint.rules._patterns import tick
 from xferlint.rules import _words as words
 from xferlint.rules.base import Example, Rule, RuleContext, format_bytes

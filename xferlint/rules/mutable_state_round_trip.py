@@ -10,13 +10,13 @@ buffer, with every copy of it in both directions.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import partial
 from typing import Optional
 
 from xferlint.analyzer.facts import DeviceFacts
 from xferlint.analyzer.lattice import Device
 from xferlint.analyzer.view import Node, OpKind, SourceLocation
+from xferlint.records import dataclass
 from xferlint.rules._patterns import tick
 from xferlint.rules import _words as words
 from xferlint.rules.base import Example, Rule, RuleContext, format_bytes

@@ -20,7 +20,6 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import os
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence, Union
 
 from xferlint.errors import FixError, InputError, XferlintError
@@ -30,6 +29,7 @@ from xferlint.frontends.discovery import Discovery
 from xferlint.frontends.entrypoints import EntryPoint, expand, stdout_to_stderr
 from xferlint.pipeline import CheckRun, check_entry, collector_paused, comment_findings, error_entry, new_record
 from xferlint.progress import Progress
+from xferlint.records import dataclass
 from xferlint.rules.base import Rule
 from xferlint.suppression_record import Record
 from xferlint.workers.files import SettleOptions, chunks, run_task, warm_up

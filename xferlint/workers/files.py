@@ -23,12 +23,13 @@ its files to be checked here, one after another, as without workers.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Callable, Optional, Sequence
 
 from xferlint.analyzer.view import ProgramView
 from xferlint.frontends.entrypoints import EntryPoint
 from xferlint.pipeline import CheckRun
+from xferlint.records import dataclass
 from xferlint.rules.base import Rule
 
 # A run is spread only when it holds at least this many files or this many bytes: below,

@@ -8,8 +8,9 @@ about a millisecond of start-up).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional, Union
+
+from xferlint.records import dataclass
 
 if TYPE_CHECKING:
     from xferlint.analyzer.summary import MethodTransfers

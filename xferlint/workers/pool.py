@@ -27,8 +27,10 @@ import select
 import signal
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Callable, Optional, Sequence
+
+from xferlint.records import dataclass
 
 MAX_HELD_OUTPUT = 4 << 20  # bytes of a waiting task's output kept until its turn
 _READ = 1 << 16

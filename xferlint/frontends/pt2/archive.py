@@ -15,10 +15,10 @@ import io
 import json
 import zipfile
 import zlib
-from dataclasses import dataclass
 from typing import Any
 
 from xferlint.frontends.bounded import FormatError, safe_text
+from xferlint.records import dataclass
 
 ARCHIVE_FORMAT = "pt2"
 ARCHIVE_VERSIONS = frozenset({"0"})  # torch 2.8 .. 2.13

@@ -16,7 +16,7 @@ Every field is type-checked as it is read; a malformed one is a one-line Pt2Form
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any, Iterator, Optional
 
 from xferlint.analyzer.lattice import Device
@@ -27,6 +27,7 @@ from xferlint.frontends.aten import ALIAS_OPS, COPY_INTO_OP, IGNORED_OPS, TO_DEV
 from xferlint.frontends.bounded import read_file, safe_text
 from xferlint.frontends.pt2.archive import Pt2Archive, Pt2FormatError, open_archive
 from xferlint.frontends.source import location_from_stack_trace, relocate
+from xferlint.records import dataclass
 
 # torch/_export/serde/schema.py ScalarType -> (torch's name, bytes per element)
 SCALAR_TYPES: dict[int, tuple[str, Optional[int]]] = {

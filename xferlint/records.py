@@ -1,0 +1,277 @@
+"""`dataclass`: the standard decorator, its methods compiled when they are used.
+
+A check creates ~50 dataclasses at import, and the standard decorator compiles each of
+their generated methods with its own `exec` (`__init__`, `__repr__`, `__eq__`, `__hash__`,
+and a frozen class's `__setattr__` and `__delattr__`; four more with `order=True`): ~0.8 ms
+a class, 40 ms of a one-file check's start-up, for methods most classes never run in that
+check. This decorator lets `dataclasses` do everything but the methods (the fields,
+`__dataclass_fields__`, slots, `__match_args__`) and adds them itself: `__init__`, the
+comparisons and `__hash__` from the source the standard decorator writes, compiled at their
+first call (`__init__` at the second: the first binds its arguments through
+`inspect.Signature`), then the same cost per call; `__repr__` and the frozen `__setattr__`
+and `__delattr__` as closures (no call is hot). `tests/test_records.py` compares the classes.
+
+The classes are real dataclasses: `dataclasses.fields`, `replace`, `asdict` and
+`is_dataclass` work, and so do pickling and `xferlint.frozen`. The differences, all unseen
+by the project: `__dataclass_params__` records the options the standard decorator was
+asked for (no `repr`, `eq`, `order` or `frozen`: it made none of those methods), and a
+class mixing these bases with standard frozen dataclasses is made by the standard
+decorator whole; `inspect.signature(cls)` shows `(*args, **kwargs)` until the second
+instance, and a first instance's wrong arguments raise inspect's TypeError. The standard
+decorator also makes the classes the short path does not cover (`__post_init__`,
+`InitVar`, `ClassVar`, fields outside `__init__`, `unsafe_hash`, a field named `self`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import reprlib
+from dataclasses import MISSING, FrozenInstanceError, fields
+from functools import partial
+from typing import Any, Callable
+
+_OURS = "__xferlint_record__"  # set on the classes made here: their bases need no fallback
+_ORDER = {"__lt__": "<", "__le__": "<=", "__gt__": ">", "__ge__": ">="}
+
+
+class _Factory:
+    """The default of a field with a default factory in `__init__`'s signature (the
+    standard decorator's sentinel prints the same, so a generated docstring matches)."""
+
+    def __repr__(self) -> str:
+        return "<factory>"
+
+
+_HAS_FACTORY = _Factory()
+
+
+def dataclass(cls: type | None = None, /, *, init: bool = True, repr: bool = True,
+              eq: bool = True, order: bool = False, unsafe_hash: bool = False,
+              frozen: bool = False, **options: Any) -> Any:
+    """`dataclasses.dataclass`, same arguments, same classes, made faster (module docstring)."""
+    def wrap(cls: type) -> type:
+        if not _short_path_fits(cls, init, order, unsafe_hash, frozen):
+            return dataclasses.dataclass(cls, init=init, repr=repr, eq=eq, order=order,
+                                         unsafe_hash=unsafe_hash, frozen=frozen, **options)
+        return _make(cls, init, repr, eq, order, frozen, options)
+    return wrap if cls is None else wrap(cls)
+
+
+def _short_path_fits(cls: type, init: bool, order: bool, unsafe_hash: bool, frozen: bool) -> bool:
+    """Whether `_make` covers the class; the rest goes to the standard decorator, which
+    also raises the errors (a frozen class defining `__setattr__`, ...)."""
+    own = cls.__dict__
+    annotations = own.get("__annotations__", {})
+    theirs = any(dataclasses.is_dataclass(base) and not base.__dict__.get(_OURS)
+                 for base in cls.__mro__[1:])
+    pseudo = any("ClassVar" in str(hint) or "InitVar" in str(hint) for hint in annotations.values())
+    outside_init = any(isinstance(value, dataclasses.Field) and not value.init
+                       for value in own.values())
+    conflicts = (order and any(name in own for name in _ORDER)) or (
+        frozen and ("__setattr__" in own or "__delattr__" in own))
+    return not (theirs or pseudo or outside_init or conflicts or unsafe_hash
+                or "self" in annotations or hasattr(cls, "__post_init__"))
+
+
+def _make(cls: type, init: bool, repr: bool, eq: bool, order: bool, frozen: bool,
+          options: dict) -> type:
+    """The standard decorator asked for no methods, then the methods."""
+    own = dict(cls.__dict__)  # before the decorator adds to it (or replaces the class)
+    made = dataclasses.dataclass(cls, init=False, repr=False, eq=False, frozen=False, **options)
+    spec = fields(made)
+    compared = tuple(f.name for f in spec if f.compare)
+    eager = not own.get("__doc__")  # the docstring to write shows `__init__`'s signature
+    methods: dict[str, Any] = {}  # a partial: source to compile at the first call
+    if init:
+        _check_order(spec)
+        if "__init__" not in own:
+            methods["__init__"] = _init(spec, frozen, made, "__init__") if eager else _first_init(made, spec, frozen)
+    if repr:
+        methods["__repr__"] = _repr([f.name for f in spec if f.repr])
+    if eq:
+        methods["__eq__"] = partial(_compare, "==", compared)
+        methods.update((name, partial(_compare, op, compared)) for name, op in _ORDER.items() if order)
+        methods.update(_hash(own, frozen, [f.name for f in spec
+                                            if (f.compare if f.hash is None else f.hash)]))
+    if frozen:
+        methods.update(_frozen(made, {f.name for f in spec}, options.get("slots", False)))
+    for name, method in methods.items():
+        if name not in own or name == "__hash__":  # the decorator's rule: never replace
+            if isinstance(method, partial):
+                method = _on_first_call(made, name, method)
+            if callable(method):
+                method.__qualname__ = f"{made.__qualname__}.{name}"
+            setattr(made, name, method)
+    setattr(made, _OURS, True)
+    if eager and init:  # the standard decorator's docstring
+        made.__doc__ = made.__name__ + str(_signature(made)).replace(" -> None", "")
+    return made
+
+
+def _on_first_call(cls: type, name: str, compile_method: Callable[[type, str], Callable]) -> Callable:
+    """A method that compiles the real one at its first call, puts it on the class in its
+    place and hands over to it: most classes a check imports never compare or hash an
+    object in a run (they serve other commands, formats and frontends)."""
+    def first_call(self, *args, **kwargs):
+        method = compile_method(cls, name)
+        method.__qualname__ = f"{cls.__qualname__}.{name}"
+        type.__setattr__(cls, name, method)
+        return method(self, *args, **kwargs)
+    return first_call
+
+
+def _check_order(spec: tuple) -> None:
+    """The standard decorator's error, at the class: a field without a default after one
+    with, both positional (no `__init__` could take them)."""
+    defaulted = False
+    for f in spec:
+        if f.kw_only:
+            continue
+        has_default = f.default is not MISSING or f.default_factory is not MISSING
+        if defaulted and not has_default:
+            raise TypeError(f"non-default argument {f.name!r} follows default argument")
+        defaulted = defaulted or has_default
+
+
+def _first_init(cls: type, spec: tuple, frozen: bool) -> Callable:
+    """The `__init__` of the class's first instance: the arguments bound by the signature
+    `_init` would have, the fields set in order, nothing compiled (half the classes a
+    check imports build no object in a run, and most others one: its settings, report,
+    summary); the second instance compiles `_init`, which takes this one's place. Until
+    then `inspect.signature(cls)` shows `(*args, **kwargs)`."""
+    built = False
+
+    def __init__(self, *args, **kwargs):
+        nonlocal built
+        if built:
+            compiled = _init(spec, frozen, cls, "__init__")
+            compiled.__qualname__ = f"{cls.__qualname__}.__init__"
+            type.__setattr__(cls, "__init__", compiled)
+            return compiled(self, *args, **kwargs)
+        given = _bound(spec, args, kwargs)
+        built = True
+        set_field = object.__setattr__ if frozen else setattr
+        for f in spec:
+            value = given.get(f.name, f.default)
+            set_field(self, f.name, f.default_factory() if value is MISSING else value)
+    return __init__
+
+
+def _bound(spec: tuple, args: tuple, kwargs: dict) -> dict[str, Any]:
+    """The arguments by field name, as `_init`'s signature binds them (raising the
+    TypeError a call would, in inspect's words)."""
+    import inspect
+
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    signature = inspect.Signature([
+        inspect.Parameter(f.name, kinds[bool(f.kw_only)],
+                          default=inspect.Parameter.empty if f.default is MISSING and
+                          f.default_factory is MISSING else None)
+        for f in spec])
+    return signature.bind(*args, **kwargs).arguments
+
+
+def _compiled(cls: type, name: str, params: str, body: list[str], env: dict[str, Any]) -> Callable:
+    """Function `name` of `cls`, compiled from its source."""
+    source = f"def {name}({params}):\n " + "\n ".join(body) + "\n"
+    env["__name__"] = cls.__module__
+    exec(source, env)  # noqa: S102 - generated from the class's own field names
+    return env[name]
+
+
+def _init(spec: tuple, frozen: bool, cls: type, name: str) -> Callable:
+    """`__init__`, the source the standard decorator writes (same cost per instance): each
+    field set through `object.__setattr__` where the class is frozen."""
+    env: dict[str, Any] = {"_object": object, "_HAS_FACTORY": _HAS_FACTORY}
+    positional, keyword, body = [], [], []
+    for f in spec:
+        value, param = f.name, f.name
+        if f.default is not MISSING:
+            env[f"_dflt_{f.name}"] = f.default
+            param = f"{f.name}=_dflt_{f.name}"
+        elif f.default_factory is not MISSING:
+            env[f"_dflt_{f.name}"] = f.default_factory
+            param = f"{f.name}=_HAS_FACTORY"
+            value = f"_dflt_{f.name}() if {f.name} is _HAS_FACTORY else {f.name}"
+        (keyword if f.kw_only else positional).append(param)
+        body.append(f"_object.__setattr__(self, {f.name!r}, {value})" if frozen
+                    else f"self.{f.name} = {value}")
+    params = ", ".join(["self", *positional, *(["*", *keyword] if keyword else [])])
+    function = _compiled(cls, name, params, body or ["pass"], env)
+    function.__annotations__ = {**{f.name: f.type for f in spec}, "return": None}
+    return function
+
+
+def _compare(op: str, names: tuple[str, ...], cls: type, name: str) -> Callable:
+    """`__eq__` (or `__lt__`, ...) as the standard decorator writes it: the tuples of the
+    compared fields (a tuple even of one: `(x,) == (x,)` holds for a NaN, `x == x` does not)."""
+    mine, theirs = _fields_tuple("self", names), _fields_tuple("other", names)
+    return _compiled(cls, name, "self, other", [
+        "if other.__class__ is self.__class__:", f" return {mine} {op} {theirs}",
+        "return NotImplemented"], {})
+
+
+def _fields_tuple(obj: str, names: tuple[str, ...]) -> str:
+    return "(" + "".join(f"{obj}.{name}," for name in names) + ")"
+
+
+def _repr(names: list[str]) -> Callable:
+    """`Class(a=1, b='x')`, fields with `repr=True`; `...` for an object inside itself."""
+    @reprlib.recursive_repr()
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in names)
+        return f"{self.__class__.__qualname__}({shown})"
+    return __repr__
+
+
+def _hash(own: dict, frozen: bool, names: list[str]) -> dict[str, Any]:
+    """`__hash__` as the standard decorator sets it beside `__eq__`: a class's own kept,
+    the hash of the field tuple for a frozen class, unhashable otherwise."""
+    explicit = own.get("__hash__", MISSING)
+    if not (explicit is MISSING or (explicit is None and "__eq__" in own)):
+        return {}
+    if not frozen:
+        return {"__hash__": None}
+    return {"__hash__": partial(_hashed, tuple(names))}
+
+
+def _hashed(names: tuple[str, ...], cls: type, name: str) -> Callable:
+    return _compiled(cls, name, "self", [f"return hash({_fields_tuple('self', names)})"], {})
+
+
+def _frozen(cls: type, names: set[str], slotted: bool) -> dict[str, Callable]:
+    """The frozen class's `__setattr__` and `__delattr__` (and, slotted, the pickling
+    state the standard decorator adds, which sets the slots past `__setattr__`)."""
+    def __setattr__(self, name, value):
+        if type(self) is cls or name in names:
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+
+    def __delattr__(self, name):
+        if type(self) is cls or name in names:
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+
+    methods = {"__setattr__": __setattr__, "__delattr__": __delattr__}
+    if slotted:
+        methods.update(__getstate__=_getstate, __setstate__=_setstate)
+    return methods
+
+
+def _getstate(self) -> list:
+    return [getattr(self, f.name) for f in fields(self)]
+
+
+def _setstate(self, state: list) -> None:
+    for f, value in zip(fields(self), state):
+        object.__setattr__(self, f.name, value)  # frozen: plain assignment raises
+
+
+def _signature(cls: type) -> Any:
+    """`inspect.signature(cls)` (`dataclasses` has imported inspect already)."""
+    import inspect
+
+    try:
+        return inspect.signature(cls)
+    except (TypeError, ValueError):
+        return ""
