@@ -1,4 +1,4 @@
-"""`dataclass`: the standard decorator, its methods compiled when they are used.
+"""`dataclass`: the standard decorator, its methods compiled when first called.
 
 A check creates ~50 dataclasses at import, and the standard decorator compiles each of
 their generated methods with its own `exec` (`__init__`, `__repr__`, `__eq__`, `__hash__`,
@@ -7,19 +7,18 @@ a class, 40 ms of a one-file check's start-up, for methods most classes never ru
 check. This decorator lets `dataclasses` do everything but the methods (the fields,
 `__dataclass_fields__`, slots, `__match_args__`) and adds them itself: `__init__`, the
 comparisons and `__hash__` from the source the standard decorator writes, compiled at their
-first call (`__init__` at the second: the first binds its arguments through
-`inspect.Signature`), then the same cost per call; `__repr__` and the frozen `__setattr__`
-and `__delattr__` as closures (no call is hot). `tests/test_records.py` compares the classes.
+first call (then the same cost per call), `__repr__` and the frozen `__setattr__` and
+`__delattr__` as closures (no call is hot). `tests/test_records.py` compares the classes.
 
 The classes are real dataclasses: `dataclasses.fields`, `replace`, `asdict` and
 `is_dataclass` work, and so do pickling and `xferlint.frozen`. The differences, all unseen
 by the project: `__dataclass_params__` records the options the standard decorator was
 asked for (no `repr`, `eq`, `order` or `frozen`: it made none of those methods), and a
 class mixing these bases with standard frozen dataclasses is made by the standard
-decorator whole; `inspect.signature(cls)` shows `(*args, **kwargs)` until the second
-instance, and a first instance's wrong arguments raise inspect's TypeError. The standard
-decorator also makes the classes the short path does not cover (`__post_init__`,
-`InitVar`, `ClassVar`, fields outside `__init__`, `unsafe_hash`, a field named `self`).
+decorator whole; `inspect.signature(cls)` shows `(*args, **kwargs)` until the first
+instance. The standard decorator also makes the classes the short path does not cover
+(`__post_init__`, `InitVar`, `ClassVar`, fields outside `__init__`, `unsafe_hash`, a field
+named `self`).
 """
 
 from __future__ import annotations
@@ -81,11 +80,9 @@ def _make(cls: type, init: bool, repr: bool, eq: bool, order: bool, frozen: bool
     spec = fields(made)
     compared = tuple(f.name for f in spec if f.compare)
     eager = not own.get("__doc__")  # the docstring to write shows `__init__`'s signature
-    methods: dict[str, Any] = {}  # a partial: source to compile at the first call
+    methods: dict[str, Any] = {}  # a partial: source to compile (`first_call`)
     if init:
-        _check_order(spec)
-        if "__init__" not in own:
-            methods["__init__"] = _init(spec, frozen, made, "__init__") if eager else _first_init(made, spec, frozen)
+        methods["__init__"] = partial(_init, spec, frozen)
     if repr:
         methods["__repr__"] = _repr([f.name for f in spec if f.repr])
     if eq:
@@ -98,7 +95,8 @@ def _make(cls: type, init: bool, repr: bool, eq: bool, order: bool, frozen: bool
     for name, method in methods.items():
         if name not in own or name == "__hash__":  # the decorator's rule: never replace
             if isinstance(method, partial):
-                method = _on_first_call(made, name, method)
+                method = (method(made, name) if eager and name == "__init__"
+                          else _on_first_call(made, name, method))
             if callable(method):
                 method.__qualname__ = f"{made.__qualname__}.{name}"
             setattr(made, name, method)
@@ -110,65 +108,15 @@ def _make(cls: type, init: bool, repr: bool, eq: bool, order: bool, frozen: bool
 
 def _on_first_call(cls: type, name: str, compile_method: Callable[[type, str], Callable]) -> Callable:
     """A method that compiles the real one at its first call, puts it on the class in its
-    place and hands over to it: most classes a check imports never compare or hash an
-    object in a run (they serve other commands, formats and frontends)."""
+    place and hands over to it: half the classes a check imports never build an instance
+    in a run, more never compare or hash one (they serve other commands, formats and
+    frontends). Until then `inspect.signature(cls)` shows `(*args, **kwargs)`."""
     def first_call(self, *args, **kwargs):
         method = compile_method(cls, name)
         method.__qualname__ = f"{cls.__qualname__}.{name}"
         type.__setattr__(cls, name, method)
         return method(self, *args, **kwargs)
     return first_call
-
-
-def _check_order(spec: tuple) -> None:
-    """The standard decorator's error, at the class: a field without a default after one
-    with, both positional (no `__init__` could take them)."""
-    defaulted = False
-    for f in spec:
-        if f.kw_only:
-            continue
-        has_default = f.default is not MISSING or f.default_factory is not MISSING
-        if defaulted and not has_default:
-            raise TypeError(f"non-default argument {f.name!r} follows default argument")
-        defaulted = defaulted or has_default
-
-
-def _first_init(cls: type, spec: tuple, frozen: bool) -> Callable:
-    """The `__init__` of the class's first instance: the arguments bound by the signature
-    `_init` would have, the fields set in order, nothing compiled (half the classes a
-    check imports build no object in a run, and most others one: its settings, report,
-    summary); the second instance compiles `_init`, which takes this one's place. Until
-    then `inspect.signature(cls)` shows `(*args, **kwargs)`."""
-    built = False
-
-    def __init__(self, *args, **kwargs):
-        nonlocal built
-        if built:
-            compiled = _init(spec, frozen, cls, "__init__")
-            compiled.__qualname__ = f"{cls.__qualname__}.__init__"
-            type.__setattr__(cls, "__init__", compiled)
-            return compiled(self, *args, **kwargs)
-        given = _bound(spec, args, kwargs)
-        built = True
-        set_field = object.__setattr__ if frozen else setattr
-        for f in spec:
-            value = given.get(f.name, f.default)
-            set_field(self, f.name, f.default_factory() if value is MISSING else value)
-    return __init__
-
-
-def _bound(spec: tuple, args: tuple, kwargs: dict) -> dict[str, Any]:
-    """The arguments by field name, as `_init`'s signature binds them (raising the
-    TypeError a call would, in inspect's words)."""
-    import inspect
-
-    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    signature = inspect.Signature([
-        inspect.Parameter(f.name, kinds[bool(f.kw_only)],
-                          default=inspect.Parameter.empty if f.default is MISSING and
-                          f.default_factory is MISSING else None)
-        for f in spec])
-    return signature.bind(*args, **kwargs).arguments
 
 
 def _compiled(cls: type, name: str, params: str, body: list[str], env: dict[str, Any]) -> Callable:
