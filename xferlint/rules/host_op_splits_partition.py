@@ -75,7 +75,10 @@ def host_segments(facts: DeviceFacts) -> list[HostSegment]:
                 entering.append((n.device, n))
         elif kind in HOST_OP_KINDS or (kind is delegate and is_cpu_delegate(n)):
             outputs = n.outputs
-            if outputs and all([id(devices_of.get(v)) in on_host for v in outputs]):
+            if len(outputs) == 1:  # most host ops: no list to build
+                if id(devices_of.get(outputs[0])) in on_host:
+                    host.add(n.index)
+            elif outputs and all([id(devices_of.get(v)) in on_host for v in outputs]):
                 host.add(n.index)
     if not host:  # every segment is made of host ops
         return []
@@ -118,6 +121,9 @@ def _segments_for(facts: DeviceFacts, device: Device, host: set[int], d2hs: list
                   h2ds: list[Node], seen: dict[int, set[int]]) -> list[HostSegment]:
     nodes = facts.method.nodes
     readers = facts.readers
+    ssa = facts.method.cfg is None
+    # SSA (graph views): every read sees every write of its value (`reaching_writers` is `writers`)
+    reaching = (lambda node, vid: facts.writers(vid)) if ssa else facts.reaching_writers
 
     def sources(i: int) -> set[int]:
         """The nodes whose writes node `i`'s reads can see (always, in SSA views; over a
@@ -128,23 +134,19 @@ def _segments_for(facts: DeviceFacts, device: Device, host: set[int], d2hs: list
         found = seen.get(i)
         if found is None:
             node = nodes[i]
-            found = seen[i] = {w.index for v in node.inputs for w in facts.reaching_writers(node, v)}
+            found = seen[i] = {w.index for v in node.inputs for w in reaching(node, v)}
         return found
 
-    def host_readers(i: int):
+    def host_readers(i: int) -> list[int]:
         """The indices of the host ops that read what node `i` writes and see that write."""
-        return (r.index for v in nodes[i].outputs for r in readers(v)
-                if r.index in host and i in sources(r.index))
-
-    if facts.method.cfg is None:
-        def host_readers(i: int):  # noqa: F811 - SSA: every reader sees every write (`sources`)
-            return (r.index for v in nodes[i].outputs for r in readers(v) if r.index in host)
+        return [r.index for v in nodes[i].outputs for r in readers(v)
+                if r.index in host and (ssa or i in sources(r.index))]
 
     # what each copy touches, once: the reaches start there and the segments' copies are found there
-    entries_of = {d.index: list(host_readers(d.index)) for d in d2hs}
-    exits_of = {h.index: [w.index for w in facts.reaching_writers(h, h.inputs[0]) if w.index in host] for h in h2ds}
+    entries_of = {d.index: host_readers(d.index) for d in d2hs}
+    exits_of = {h.index: [w.index for w in reaching(h, h.inputs[0]) if w.index in host] for h in h2ds}
     forward = _reach([r for found in entries_of.values() for r in found], host_readers)
-    backward = _reach([w for found in exits_of.values() for w in found], lambda i: (w for w in sources(i) if w in host))
+    backward = _reach([w for found in exits_of.values() for w in found], lambda i: [w for w in sources(i) if w in host])
     split = forward & backward
     if not split:
         return []
