@@ -386,7 +386,7 @@ def _named_back(outcomes: list[MethodOutcome], marks: list[int], renames: list[l
             s = outcome.skipped[k]
             nodes = s.nodes
             for step in steps:
-                nodes = tuple(step.get(n, n) for n in nodes)
+                nodes = tuple(map(step.get, nodes, nodes))  # step.get(n, n): n unless renamed
             outcome.skipped[k] = new_skipped(code=s.code, name=s.name, method=s.method, nodes=nodes, reason=s.reason,
                                               unsafe=s.unsafe)
 
@@ -439,7 +439,8 @@ def _round(state: dict, linter: _Linter, unsafe_fixes: bool, outcomes: list[Meth
             outcomes[i].applied.extend(plans)
             outcomes[i].after = fixed.view.methods[i]
             # names of what was skipped so far now refer to the renumbered instructions
-            excludes[i] = {(c, m, tuple(back.get(n, n) for n in nodes)) for c, m, nodes in excludes[i]}
+            # (map(back.get, nodes, nodes): back.get(n, n) per node, without a generator)
+            excludes[i] = {(c, m, tuple(map(back.get, nodes, nodes))) for c, m, nodes in excludes[i]}
         state["data"], state["loaded"] = data, fixed
         return True
     return False
@@ -453,7 +454,7 @@ def _verify(view: ProgramView, method: MethodView, linter: _Linter, before: list
     codes = {p.code for p in applied}
     known = {finding_key(f) for f in before}
     for finding in linter.findings(view, method):
-        key = (finding.code, finding.method, tuple(renames.get(n, n) for n in finding.nodes))
+        key = (finding.code, finding.method, tuple(map(renames.get, finding.nodes, finding.nodes)))
         if key in fixed:
             return f"after the fix {finding.code} still reports {', '.join(finding.nodes)}"
         if key not in known and (finding.code in codes or finding.severity == Severity.ERROR):
