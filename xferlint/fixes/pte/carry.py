@@ -27,8 +27,9 @@ about (a program where nothing is applied has no second pass). Building it later
 the same things: the method and the plan are immutable, and the regions a proof is built
 from are never changed once the trial that returned them is over (they are the original
 regions `MemoryCheck` keeps while nothing is accepted, fresh ones, or a trial's layer over
-an original one; only regions kept after a commit are grown, and proofs are only kept
-while nothing is accepted). `keep` is given the proof's inputs only when none of the
+an original one; only regions kept after a commit are grown, a fresh one is kept only when
+its own plan is accepted, and proofs are only kept for refused plans, while nothing is
+accepted). `keep` is given the proof's inputs only when none of the
 regions is missing, so a deferred proof always exists, as an eager one would have.
 """
 
