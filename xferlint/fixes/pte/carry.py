@@ -27,8 +27,9 @@ about (a program where nothing is applied has no second pass). Building it later
 the same things: the method and the plan are immutable, and the regions a proof is built
 from are never changed once the trial that returned them is over (they are the original
 regions `MemoryCheck` keeps while nothing is accepted, fresh ones, or a trial's layer over
-an original one; only regions kept after a commit are grown, and proofs are only kept
-while nothing is accepted). `keep` is given the proof's inputs only when none of the
+an original one; only regions kept after a commit are grown, a fresh one is kept only when
+its own plan is accepted, and proofs are only kept for refused plans, while nothing is
+accepted). `keep` is given the proof's inputs only when none of the
 regions is missing, so a deferred proof always exists, as an eager one would have.
 """
 
@@ -178,11 +179,12 @@ def _renamed(key: tuple, proof: Refusal, names: dict[str, str], moved: dict[int,
         code, method, finding = key
         plan_code, plan_finding, rewires, removes, if_dead = proof.plan
         value, writer, other, reader = proof.conflict
-        new_key = (code, method, tuple(names[n] for n in finding))
-        plan = (plan_code, tuple(names[n] for n in plan_finding),
+        name = names.__getitem__  # mapped over each tuple: a missing node raises KeyError all the same
+        new_key = (code, method, tuple(map(name, finding)))
+        plan = (plan_code, tuple(map(name, plan_finding)),
                 tuple((r if r == OUTPUT else names[r], old, new) for r, old, new in rewires),
-                tuple(names[n] for n in removes), tuple(names[n] for n in if_dead))
+                tuple(map(name, removes)), tuple(map(name, if_dead)))
         return new_key, Refusal(plan, (value, moved[writer], other, moved[reader]),
-                                frozenset(moved[i] for i in proof.nodes), proof.values)
+                                frozenset(map(moved.__getitem__, proof.nodes)), proof.values)
     except KeyError:
         return None

@@ -20,6 +20,7 @@ Everything here is torch-free.
 
 from bisect import bisect_left
 from collections import defaultdict
+from itertools import accumulate, count
 from typing import Any, Iterable, Optional, Sequence
 
 from xferlint.analyzer.view import MethodView, Node, ProgramView
@@ -152,19 +153,12 @@ def _renames(before: PteNative, after: PteNative, method: str, removed: dict[int
     """(new node name -> the name the same node had before the instructions were removed,
     old node index -> new index): both in one walk, the second for `Carry.advance`."""
     old_map, new_map = before.methods[method], after.methods[method]
+    old_nodes, new_nodes = old_view.nodes, new_view.nodes
     names = {}
     moved = {}
-    ordered = {c: sorted(ks) for c, ks in removed.items()}  # bisected: a count per node was quadratic
-    old_nodes, new_nodes = old_view.nodes, new_view.nodes
-    for node_index, (c, k) in old_map.instr_of_node.items():
-        gone = removed.get(c, set())
-        if k in gone:
-            continue
-        k_new = k - bisect_left(ordered.get(c, ()), k)
-        new_index = new_map.node_of_instr.get((c, k_new))
-        if new_index is not None:
-            names[new_nodes[new_index].name] = old_nodes[node_index].name
-            moved[node_index] = new_index
+    for old_index, new_index in _kept_instructions(old_map, new_map, removed):
+        names[new_nodes[new_index].name] = old_nodes[old_index].name
+        moved[old_index] = new_index
     old_by_name = nodes_by_name(old_view)
     for node in new_nodes[: new_map.first_instruction_node]:
         names[node.name] = node.name
@@ -172,6 +166,35 @@ def _renames(before: PteNative, after: PteNative, method: str, removed: dict[int
         if old is not None:
             moved[old.index] = node.index
     return names, moved
+
+
+def _kept_instructions(old_map: Any, new_map: Any, removed: dict[int, set[int]]) -> Iterable[tuple[int, int]]:
+    """(old node index, new node index) of every instruction the patch kept, in order.
+    Instruction nodes are numbered in instruction order, chain after chain (`PteMethodMap`),
+    and removing instructions keeps the others' order: when every chain lost exactly its
+    removed instructions, the kept ones are the new instruction nodes, one for one (no
+    per-instruction lookup in the maps, which would first be built for this)."""
+    lengths = old_map.chain_lengths
+    if new_map.chain_lengths == tuple(n - len(removed.get(c, ())) for c, n in enumerate(lengths)):
+        first = old_map.first_instruction_node
+        starts = list(accumulate(lengths[:-1], initial=first))  # each chain's first node
+        gone = {starts[c] + k for c, ks in removed.items() for k in ks}
+        kept = [i for i in range(first, first + sum(lengths)) if i not in gone]
+        return zip(kept, count(new_map.first_instruction_node))
+    return _kept_by_position(old_map, new_map, removed)  # not what a patch leaves: as the maps say
+
+
+def _kept_by_position(old_map: Any, new_map: Any, removed: dict[int, set[int]]) -> list[tuple[int, int]]:
+    """`_kept_instructions` looked up instruction by instruction in the maps."""
+    pairs = []
+    ordered = {c: sorted(ks) for c, ks in removed.items()}  # bisected: a count per node was quadratic
+    for node_index, (c, k) in old_map.instr_of_node.items():
+        if k in removed.get(c, ()):
+            continue
+        new_index = new_map.node_of_instr.get((c, k - bisect_left(ordered.get(c, ()), k)))
+        if new_index is not None:
+            pairs.append((node_index, new_index))
+    return pairs
 
 
 class _Linter:
@@ -363,7 +386,7 @@ def _named_back(outcomes: list[MethodOutcome], marks: list[int], renames: list[l
             s = outcome.skipped[k]
             nodes = s.nodes
             for step in steps:
-                nodes = tuple(step.get(n, n) for n in nodes)
+                nodes = tuple(map(step.get, nodes, nodes))  # step.get(n, n): n unless renamed
             outcome.skipped[k] = new_skipped(code=s.code, name=s.name, method=s.method, nodes=nodes, reason=s.reason,
                                               unsafe=s.unsafe)
 
@@ -416,7 +439,8 @@ def _round(state: dict, linter: _Linter, unsafe_fixes: bool, outcomes: list[Meth
             outcomes[i].applied.extend(plans)
             outcomes[i].after = fixed.view.methods[i]
             # names of what was skipped so far now refer to the renumbered instructions
-            excludes[i] = {(c, m, tuple(back.get(n, n) for n in nodes)) for c, m, nodes in excludes[i]}
+            # (map(back.get, nodes, nodes): back.get(n, n) per node, without a generator)
+            excludes[i] = {(c, m, tuple(map(back.get, nodes, nodes))) for c, m, nodes in excludes[i]}
         state["data"], state["loaded"] = data, fixed
         return True
     return False
@@ -430,7 +454,7 @@ def _verify(view: ProgramView, method: MethodView, linter: _Linter, before: list
     codes = {p.code for p in applied}
     known = {finding_key(f) for f in before}
     for finding in linter.findings(view, method):
-        key = (finding.code, finding.method, tuple(renames.get(n, n) for n in finding.nodes))
+        key = (finding.code, finding.method, tuple(map(renames.get, finding.nodes, finding.nodes)))
         if key in fixed:
             return f"after the fix {finding.code} still reports {', '.join(finding.nodes)}"
         if key not in known and (finding.code in codes or finding.severity == Severity.ERROR):

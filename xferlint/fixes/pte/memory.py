@@ -95,6 +95,10 @@ class MemoryCheck:
         self._regions: dict[str, _Region] = {}  # kept for the accepted edits
         self._first: dict[str, _Region] = {}  # original regions, asked while no edit is accepted
         self._members: dict[str, set[str]] = {}  # family member -> values whose region it is in
+        # the regions the last trial computed afresh, with no conflict, and its delta: the
+        # regions under the accepted edits plus that delta, which `commit` keeps if it is
+        # that delta's, instead of computing them afresh a second time
+        self._fresh: tuple[Optional[Delta], dict[str, _Region]] = (None, {})
 
     # -- the method as the edits leave it ------------------------------------------------
     def _gone(self, i: int, delta: Delta) -> bool:
@@ -306,6 +310,8 @@ class MemoryCheck:
         the live regions the answer read to (for each value asked: its original region,
         None when none is kept, and the trial's), what `xferlint.fixes.pte.carry` proves
         a refusal unchanged by."""
+        fresh: dict[str, _Region] = {}
+        self._fresh = (delta, fresh)
         for value in dict.fromkeys(values):
             if not self._planned(value):
                 continue
@@ -313,6 +319,8 @@ class MemoryCheck:
             cached = self._kept(value)
             if cached is None or self._touches(cached.family, delta):
                 region, hit = self._region(value, delta, before)
+                if hit is None:  # walked to the end: what `commit` would compute (stop never hit)
+                    fresh[value] = region
             else:
                 region = cached
                 hit = next(((i, o, r) for i, o, r in cached.found
@@ -362,7 +370,13 @@ class MemoryCheck:
     def commit(self, delta: Delta, values: Iterable[str]) -> None:
         """Accept `delta`: the kept regions it changes otherwise than by new readers are
         dropped, the others grown by its new readers; `values` (the plan's extended values)
-        get a kept region."""
+        get a kept region: the one the trial of `delta` computed afresh, when it did (the
+        walk is the same: the accepted edits then are these plus `delta`, and a region the
+        trial of an accepted plan computed is read by no refusal's proof)."""
+        trialed, fresh = self._fresh
+        if trialed is not delta:
+            fresh = {}
+        self._fresh = (None, {})
         self._first.clear()  # an accepted edit: original regions are no longer kept ones
         touched = self._touched(delta)
         if touched is None:
@@ -385,7 +399,8 @@ class MemoryCheck:
             self._grow(value, self._regions[value], new_readers, NO_DELTA)
         for value in dict.fromkeys(values):
             if self._planned(value) and value not in self._regions:
-                self._keep(value, self._region(value, NO_DELTA)[0])
+                region = fresh.get(value)
+                self._keep(value, region if region is not None else self._region(value, NO_DELTA)[0])
 
 
 def describe(method: MethodView, conflict: Conflict) -> str:
