@@ -14,7 +14,7 @@ import warnings
 from typing import Optional, Sequence
 
 from xferlint import __version__
-from xferlint.console import note, set_quiet
+from xferlint.console import note, set_quiet, terminal_columns
 from xferlint.reporters import FORMATS, TEXT_FORMATS
 from xferlint.errors import FixWriteError, UsageError, XferlintError
 
@@ -99,8 +99,22 @@ def _add_workers(parser: argparse.ArgumentParser, jobs: bool = True) -> None:
                              "error (default: no limit)")
 
 
+class _Formatter(argparse.HelpFormatter):
+    """argparse's help formatter at the terminal's width, worked out without shutil (see
+    `terminal_columns`): argparse makes one for every argument it adds."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: Optional[int] = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position,
+                         terminal_columns() - 2 if width is None else width)  # argparse's own margin
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with xferlint's one error form: `error: ...` and exit 2, no usage block."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):  # type: ignore[override]
         self.exit(EXIT_ERROR, f"error: {message} (see `{self.prog} --help`)\n")

@@ -9,10 +9,11 @@ library would cost more import time than the whole `.pte` path.
 
 from __future__ import annotations
 
-import shutil
 import sys
 import time
 from typing import Callable, Optional, Sequence, TextIO
+
+from xferlint.console import terminal_columns
 
 _ERASE = "\r\x1b[K"
 # Seconds between two redraws: a directory of small programs finishes hundreds of inputs a
@@ -66,7 +67,7 @@ class Progress:
         return f"{text}, {elapsed:.0f} s"
 
     def _fit(self, text: str) -> str:
-        width = shutil.get_terminal_size((80, 24)).columns - 1
+        width = terminal_columns() - 1
         return text if len(text) <= width else text[: max(width - 3, 0)] + "..."
 
     def clear(self) -> None:
