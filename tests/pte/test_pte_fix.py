@@ -121,6 +121,36 @@ def test_removed_instructions_renumber_jumps(pte_bytes, fixed):
         assert target(ja, after) == target(jb, before)  # the same instruction, one place earlier
 
 
+def test_the_patcher_rewrites_a_move_and_a_jump_operand_in_place():
+    """A fix that makes a MoveCall or a JumpFalseCall read another value overwrites that one
+    field in the bytes (found through the table's vtable); the rest reads back the same, and
+    a field that no longer holds the value it is asked to replace is refused."""
+    from executorch.exir import schema as s
+
+    from xferlint.errors import FixError
+    from xferlint.fixes.pte.patch import Patcher
+    from xferlint.testing.synthetic_pte import PlanBuilder, serialize
+
+    b = PlanBuilder()
+    b.int_(7)  # value 0: a field holding its default (0) is not stored, so cannot be rewritten
+    x, y, out = b.input(), b.input(), b.tensor()
+    flag, other = b.bool_(False), b.bool_(True)
+    b.instructions.append(s.Instruction(instr_args=s.MoveCall(move_from=x, move_to=out)))
+    b.jump_false(flag, 0)
+    b.outputs.append(out)
+    data = serialize([b.plan()])
+    patcher = Patcher(data, pp.read_program(data))
+    patcher.rewire_field(0, 0, 0, pp._MOVE_FROM, x, y)
+    patcher.rewire_field(0, 0, 1, pp._JF_COND, flag, other)
+    with pytest.raises(FixError, match="does not store value"):
+        patcher.rewire_field(0, 0, 0, pp._MOVE_FROM, x, y)  # it holds y now
+    before = pp.read_program(data).plans[0].chains[0].instructions
+    after = pp.read_program(patcher.data()).plans[0].chains[0].instructions
+    assert (after[0].move_from, after[0].move_to) == (y, out)
+    assert (after[1].cond, after[1].destination) == (other, before[1].destination)
+    assert len(patcher.data()) == len(data)
+
+
 def _cli(*args, cwd=None):
     return subprocess.run([sys.executable, "-m", "xferlint.cli", *args], capture_output=True, text=True,
                           timeout=180, cwd=cwd)

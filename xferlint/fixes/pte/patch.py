@@ -23,6 +23,7 @@ from typing import Any, Iterable, Optional
 
 from xferlint.errors import FixError
 from xferlint.frontends.pte import program as pp
+from xferlint.frontends.pte.layouts import Fields
 from xferlint.frontends.pte.schema import generated
 
 _U32 = struct.Struct("<I")
@@ -31,18 +32,6 @@ _I32 = struct.Struct("<i")
 # vtable slots (4 + 2 * field index in program.fbs)
 _PLAN_OUTPUTS, _PLAN_CHAINS = 12, 14
 _CHAIN_OUTPUTS, _CHAIN_INSTRUCTIONS, _CHAIN_STACKTRACE = 6, 8, 10
-_INSTR_ARGS_TYPE, _INSTR_ARGS = 4, 6  # Instruction.instr_args: the union's type byte, then its table
-_U16 = struct.Struct("<H")
-
-
-def _slot(buf: bytes, table: int, slot: int) -> Optional[int]:
-    """Position of a table's field in `buf`, None when absent (the generated `Offset`: the
-    table's vtable lists each field's offset from the table, 0 or past its end when absent)."""
-    vtable = table - _I32.unpack_from(buf, table)[0]
-    if slot >= _U16.unpack_from(buf, vtable)[0]:
-        return None
-    offset = _U16.unpack_from(buf, vtable + slot)[0]
-    return table + offset if offset else None
 
 
 class Patcher:
@@ -53,9 +42,12 @@ class Patcher:
         self.program = program
         self.fb = generated()
         # positions are read in the program as it was: edits shift nothing they look up
-        self.original = bytes(data[: program.container.program_size])
-        self.root = self.fb.Program.Program.GetRootAs(self.original, 0)
+        self.original = original = bytes(data[: program.container.program_size])
+        self.root = self.fb.Program.Program.GetRootAs(original, 0)
         self._starts: dict[tuple[int, int], int] = {}  # (plan, chain) -> its instructions' first slot
+        # the tables' fields as the fast reader reads them (`layouts.Fields`)
+        self._instr = Fields(original, ((pp._IN_TYPE, "B", 0), (pp._IN_ARGS, "I", None)))
+        self._fields: dict[tuple[int, str], Fields] = {}  # (vtable slot, struct code) -> its reader
 
     # -- positions --------------------------------------------------------------------
     def _plan(self, plan_index: int) -> Any:
@@ -80,13 +72,21 @@ class Patcher:
         start = self._starts.get(key)
         if start is None:
             start = self._starts[key] = self._vector(self._chain(plan_index, chain), _CHAIN_INSTRUCTIONS)
-        buf = self.original
         slot = start + 4 * k
-        ins = slot + _U32.unpack_from(buf, slot)[0]
-        kind_at, args_at = _slot(buf, ins, _INSTR_ARGS_TYPE), _slot(buf, ins, _INSTR_ARGS)
-        if args_at is None:
+        ins = slot + _U32.unpack_from(self.original, slot)[0]
+        (kind, args), offsets = self._instr.at(ins)
+        if args is None:
             raise FixError(f"instruction {k} has no arguments")
-        return (buf[kind_at] if kind_at is not None else 0), args_at + _U32.unpack_from(buf, args_at)[0]
+        return kind, ins + offsets[1] + args
+
+    def _field_at(self, table: int, slot: int, code: str) -> tuple[Any, Optional[int]]:
+        """(the value of a table's field, its position; None when absent, the value then its
+        default: None for an offset, 0 for a number)."""
+        reader = self._fields.get((slot, code))
+        if reader is None:
+            reader = self._fields[slot, code] = Fields(self.original, ((slot, code, None if code == "I" else 0),))
+        (value,), (offset,) = reader.at(table)
+        return value, (table + offset if offset else None)
 
     def _read_i32(self, pos: int) -> int:
         return _I32.unpack_from(self.buf, pos)[0]
@@ -100,10 +100,10 @@ class Patcher:
         kind, call = self._call(plan_index, chain, k)
         if kind not in (pp.KERNEL, pp.DELEGATE):
             raise FixError(f"instruction {k} is not a call")
-        args = _slot(self.original, call, pp._CALL_ARGS)
+        args, at = self._field_at(call, pp._CALL_ARGS, "I")
         if args is None:
             raise FixError(f"instruction {k} has no argument list")
-        start = args + _U32.unpack_from(self.original, args)[0] + 4  # past the vector's length
+        start = at + args + 4  # past the vector's length
         for j in positions:
             pos = start + 4 * j
             if self._read_i32(pos) != old:
@@ -113,7 +113,7 @@ class Patcher:
     def rewire_field(self, plan_index: int, chain: int, k: int, slot: int, old: int, new: int) -> None:
         """Replace `old` by `new` in a MoveCall / JumpFalseCall field (which must be stored)."""
         _, call = self._call(plan_index, chain, k)
-        pos = _slot(self.original, call, slot)
+        _, pos = self._field_at(call, slot, "i")
         if pos is None or self._read_i32(pos) != old:
             raise FixError(f"instruction {k} does not store value {old} where it can be rewritten in place")
         self._write_i32(pos, new)
@@ -147,8 +147,7 @@ class Patcher:
             if k in removed or ins.kind != pp.JUMP_FALSE:
                 continue
             _, call = self._call(plan_index, chain, k)
-            pos = _slot(self.original, call, pp._JF_DEST)
-            dest = _I32.unpack_from(self.original, pos)[0] if pos is not None else 0  # absent: the default
+            dest, pos = self._field_at(call, pp._JF_DEST, "i")  # absent: 0, the default
             shift = bisect.bisect_left(before, dest)
             if shift:
                 self._write_i32(pos, dest - shift)
