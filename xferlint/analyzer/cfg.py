@@ -611,17 +611,24 @@ def _sparse_reads(method: "MethodView", cfg: ControlFlowGraph, work_limit: int,
             preds[c].append(b)
     idom = immediate_dominators(root, lambda b: succ[b] if b != root else ((0,) if n_blocks else ()))
     charge(len(order))
+    # The frontier walks, charged before they are taken: a walk from a join's predecessor
+    # up to the join's immediate dominator is as long as their depths in the dominator
+    # tree differ, and the walks alone can be quadratic (a run of nested loops, many
+    # back edges to one head): such a method falls back without taking any of them.
+    depth = {root: 0}
+    for b in order:
+        if b != root:
+            depth[b] = depth[idom[b]] + 1
+    charge(sum(depth[p] - depth[idom[b]] for b in order if len(preds[b]) >= 2 for p in preds[b]))
     frontier: dict[int, set[int]] = {}
     for b in order:
         if len(preds[b]) >= 2:
             stop = idom[b]
-            for p in preds[b]:  # charged per walk: one walk is at most a path of the tree
-                runner, steps = p, 0
+            for p in preds[b]:
+                runner = p
                 while runner != stop:
                     frontier.setdefault(runner, set()).add(b)
                     runner = idom[runner]
-                    steps += 1
-                charge(steps)
     phis_at, n_phis = _place_phis(nodes, blocks, order, root, frontier, charge, method.outputs)
     # Renaming: one walk of the dominator tree; `current` holds the name each value has
     # at this point of the walk, and each block's undo list restores it on the way back.
