@@ -353,6 +353,9 @@ def cmd_check(args: argparse.Namespace) -> int:
         options = _report_options(args, settings, rules, run, tuple(run.record.suppressed) + tuple(accepted),
                                   absent)
         text = emit(report, settings.output_format, options)
+    from xferlint import run_caches
+
+    run_caches.keep(run, report, text)  # freed with the run's programs, not as this returns
     _write(text, settings.output)
     if report.errors:
         return EXIT_ERROR

@@ -21,6 +21,16 @@ def run_cache() -> dict:
     return cache
 
 
+_KEPT = run_cache()
+
+
+def keep(*objects: object) -> None:
+    """Hold `objects` (a command's findings and report) until the run ends: freeing a
+    check's tens of thousands of findings as the command returns costs as much as one
+    more stage, and the console script ends right after it (see `clear`)."""
+    _KEPT[len(_KEPT)] = objects
+
+
 def clear() -> None:
     """End the run: empty every run cache."""
     for cache in _CACHES:
