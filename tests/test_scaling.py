@@ -123,3 +123,24 @@ def test_thousands_of_backward_jumps_give_every_finding_exactly():
     assert _counts(findings) == {"XF001": 1_999, "XF005": 2_000}
     facts = DeviceFacts.compute(method)
     assert facts._flow is not None and facts._flow.exact  # the sparse analysis, not the fallback
+
+
+@pytest.mark.parametrize("build", [sp.nested_loops, sp.jumps_to_one_head], ids=["nested-loops", "jumps-to-one-head"])
+def test_finding_a_method_past_its_work_budget_costs_the_same_whatever_the_budget(build):
+    # Their dominance-frontier walks are quadratic, past any budget proportional to the
+    # method: the fall-back is decided from the walks' lengths before any is taken, so
+    # twice the budget (still short of the walks) costs no more work; walking up to the
+    # budget first cost twice as much.
+    from xferlint.analyzer import cfg as cfgmod
+
+    method = load_pte_bytes(build(1_000), label="scaling.pte").view.methods[0]
+    budget = cfgmod.work_budget(method.nodes)
+
+    def calls(limit: int) -> int:
+        profile = cProfile.Profile()
+        with pytest.raises(cfgmod._TooMuchWork):
+            profile.runcall(cfgmod._sparse_reads, method, method.cfg, limit)
+        return pstats.Stats(profile).total_calls
+
+    calls(budget)  # once before counting: the CFG's blocks are worked out at the first ask
+    assert calls(2 * budget) < 1.05 * calls(budget)
