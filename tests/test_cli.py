@@ -343,6 +343,16 @@ def test_output_file_is_written_atomically(capfd, in_ws, tmp_path, schema):
     assert os.listdir(out_dir) == ["report.json"], "no temporary file left behind"
 
 
+def test_an_in_process_check_keeps_nothing_of_its_run(capfd, in_ws):
+    # An editor or a test calls `main` in a process that goes on: what the command kept to
+    # the end (its programs, findings, report and text) is let go when it returns.
+    from xferlint import run_caches
+
+    code, out, _ = _check(capfd, *ALL3, "--format", "json", "--isolated")
+    assert code == 1 and json.loads(out)["findings"]
+    assert not any(run_caches._CACHES)
+
+
 def test_unwritable_output_is_one_line(capfd, in_ws, tmp_path):
     target = tmp_path / "no" / "such" / "dir" / "report.json"
     code, out, err = _check(capfd, "roundtrip.py", "-o", str(target), "--isolated")
