@@ -17,7 +17,8 @@ import sys
 import pytest
 
 from xferlint.frontends.pte import program as pp
-from xferlint.fixes.pte.fix import fix_pte_bytes
+from xferlint.fixes.pte.fix import _kept_by_position, _kept_instructions, fix_pte_bytes
+from xferlint.frontends.pte.view import PteMethodMap
 from xferlint.selection import select_rules
 
 FIXED_CODES = ("XF001", "XF003", "XF004")
@@ -251,3 +252,16 @@ def test_check_fix_on_a_read_only_pte_is_an_error_for_that_input(pte_bytes, tmp_
     assert locked.read_bytes() == pte_bytes("addsin-rewired"), "a read-only file is not replaced"
     assert other.read_bytes() != pte_bytes("addsin-rewired"), "the other input is still fixed"
     assert sorted(os.listdir(tmp_path)) == ["locked.pte", "other.pte"]
+
+
+def test_the_instructions_a_patch_keeps_are_paired_alike_by_position_and_by_lookup():
+    # After a patch, each kept instruction's old node is paired with its new one, for the
+    # renames that carry findings over. Counted by position where the chains lost exactly
+    # what was removed (what a patch leaves); looked up in the maps otherwise.
+    old = PteMethodMap(0, 3, (5, 4))  # nodes 3-7: chain 0; nodes 8-11: chain 1
+    removed = {0: {1, 3}, 1: {0}}  # nodes 4, 6 and 8
+    new = PteMethodMap(0, 3, (3, 3))
+    kept = [(3, 3), (5, 4), (7, 5), (9, 6), (10, 7), (11, 8)]
+    assert list(_kept_instructions(old, new, removed)) == kept == _kept_by_position(old, new, removed)
+    odd = PteMethodMap(0, 3, (4, 3))  # chain 0 one instruction longer than the patch leaves
+    assert list(_kept_instructions(old, odd, removed)) == [(3, 3), (5, 4), (7, 5), (9, 7), (10, 8), (11, 9)]
