@@ -9,6 +9,7 @@ are the previous implementations, kept here as the specification.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from bisect import bisect_left
 from typing import Optional
@@ -211,6 +212,50 @@ def test_the_random_views_have_segments_to_find():
     assert found >= 10  # a host op between a D2H and an H2D to the same device: rarer by chance
 
 
+
+def _fresh_devices(method: MethodView) -> MethodView:
+    """The same method with a Device object of its own per node and value (equal, not the
+    same), as a frontend that parses each delegate's target_device apart would build."""
+    fresh = (lambda d: Device(d.type, d.index) if isinstance(d, Device) else d)
+    nodes = tuple(dataclasses.replace(n, device=fresh(n.device)) for n in method.nodes)
+    values = {k: dataclasses.replace(v, declared_device=fresh(v.declared_device)) for k, v in method.values.items()}
+    return dataclasses.replace(method, nodes=nodes, values=values)
+
+
+@pytest.mark.parametrize("seed,cfg", CASES[::5])
+def test_host_segments_are_the_same_with_a_device_object_per_copy(seed, cfg):
+    method = _random_method(seed, cfg)
+    shared = xf005.host_segments(DeviceFacts.compute(method))
+    assert shared == xf005.host_segments(DeviceFacts.compute(_fresh_devices(method)))
+
+
+class _CountedNode:
+    """A copy whose `index` reads are counted: how often grouping sorts."""
+
+    reads = 0
+
+    def __init__(self, index: int) -> None:
+        self._index = index
+
+    @property
+    def index(self) -> int:
+        _CountedNode.reads += 1
+        return self._index
+
+
+def test_copies_of_equal_devices_are_grouped_in_one_sort_per_device():
+    """n copies, each with its own (equal) Device object, alternating cuda:0 / cuda:1:
+    every group is in program order, and merging the objects reads each index about once
+    (re-sorting a group at every object merged into it read ~n**2/8 of them)."""
+    n = 2000
+    _CountedNode.reads = 0
+    nodes = [_CountedNode(i) for i in range(n)]
+    grouped = xf005._by_device([(Device("cuda", i % 2), node) for i, node in enumerate(nodes)])
+    assert {d: [c._index for c in group] for d, group in grouped.items()} == {
+        CUDA0: list(range(0, n, 2)), CUDA1: list(range(1, n, 2))}
+    assert _CountedNode.reads <= 2 * n
+
+
 # --------------------------------------------------------------------------- constructors
 
 
@@ -246,3 +291,16 @@ def test_fast_constructor_of_a_dict_backed_dataclass():
     fast, slow = fast_constructor(RoundTrip)(**fields), RoundTrip(**fields)
     assert fast == slow and hash(fast) == hash(slow) and vars(fast) == vars(slow)
     assert fast.same_device and not fast_constructor(RoundTrip)(**dict(fields, target=CUDA1)).same_device
+
+
+def test_delegates_lowered_for_one_device_share_its_device_object():
+    """Every delegate's target_device is parsed to one Device object per spelling, so the
+    rules' grouping by object (above) sees a program's few devices, not one per delegate."""
+    from xferlint.frontends.compile_specs import decode_compile_specs
+
+    first = decode_compile_specs([("target_device", b"cuda:1"), ("other", b"\x00\x01")])
+    second = decode_compile_specs([("target_device", "cuda:1")])
+    assert first == ((("target_device", "cuda:1"), ("other", "0001")), CUDA1)
+    assert first[1] is second[1]
+    assert decode_compile_specs([("target_device", "cuda:0")])[1] == CUDA0
+    assert decode_compile_specs([("target_device", "not a device!")])[1] is None

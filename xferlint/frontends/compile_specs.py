@@ -7,6 +7,7 @@ printable, as hex where they are not.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, Iterable, Optional
 
 from xferlint.analyzer.lattice import Device
@@ -24,8 +25,16 @@ def decode_compile_specs(pairs: Iterable[tuple[str, Any]]) -> tuple[tuple[tuple[
         text = raw.decode("utf-8", errors="replace") if binary else str(raw)
         specs.append((key, text if text.isprintable() or not binary else raw.hex()))
         if key == TARGET_DEVICE_KEY:
-            try:
-                device = Device.parse(text)
-            except ValueError:
-                device = None
+            device = _target_device(text)
     return tuple(specs), device
+
+
+@lru_cache(maxsize=256)
+def _target_device(text: str) -> Optional[Device]:
+    """The device a `target_device` spec names, None when it does not parse. One Device
+    object per spelling: a program's hundreds of delegates name a device or two, and the
+    rules group values by device object first (a Device hashes and compares in Python)."""
+    try:
+        return Device.parse(text)
+    except ValueError:
+        return None

@@ -15,7 +15,7 @@ whose values go on to another device is not a split of D (XF002's territory); a 
 from __future__ import annotations
 
 from functools import partial
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 
 from xferlint.analyzer.facts import DeviceFacts
 from xferlint.analyzer.lattice import CPU, UNREACHED, Device
@@ -109,12 +109,20 @@ def _by_device(pairs: list[tuple[object, Node]]) -> dict:
             group = by_object[id(device)] = (device, [])
         group[1].append(node)
     grouped: dict = {}
+    merged: dict[int, list[Node]] = {}  # the groups that took in another object's nodes, by id
     for device, members in by_object.values():
-        if device in grouped:
-            grouped[device] = sorted(grouped[device] + members, key=lambda n: n.index)
-        else:
+        group = grouped.get(device)
+        if group is None:
             grouped[device] = members
+        else:
+            group.extend(members)  # the lists are this call's own
+            merged[id(group)] = group
+    for group in merged.values():  # each once, at the end: not once per object merged in (quadratic)
+        group.sort(key=_INDEX)
     return grouped
+
+
+_INDEX = attrgetter("index")
 
 
 def _segments_for(facts: DeviceFacts, device: Device, host: set[int], d2hs: list[Node],
