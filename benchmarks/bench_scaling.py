@@ -13,6 +13,8 @@ columns give largest / smallest for time and calls per unit.
 serializer, not lowering) and cached under benchmarks/out/scaling/ (building is not timed):
 
 - pte ladder: 8 instructions per block (XF001, XF004, XF005), 1k -> 100k instructions;
+- pte delegates: the ladder with a BackendDelegate per call, as ExecuTorch writes one per
+  partition (XF005 grouped by device object: quadratic in delegates until 2026-12-05);
 - pte in-place: a host buffer written in place and copied in every block (XF004's cubic case);
 - pte fan-out: one host value copied by thousands of H2Ds, each read by its own delegate;
 - pte wide delegate: one delegate call with 1k -> 100k arguments;
@@ -213,6 +215,7 @@ def view_case() -> Case:
 def cases() -> list[Case]:
     return [
         instructions_case("pte-ladder", "ladder", 8),
+        instructions_case("pte-delegates", "delegates_ladder", 8),
         instructions_case("pte-in-place", "in_place_ladder", 4),
         instructions_case("pte-fan-out", "fan_out", 3),
         pte_case("pte-wide", "argument", [1_000, 10_000, 100_000], [1_000, 10_000], "wide_delegate", lambda s: s),

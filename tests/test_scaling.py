@@ -55,7 +55,9 @@ def test_synthetic_programs_are_valid_pte_files():
     (sp.nested_loops, 100, 1_000),  # dominators, dominance frontiers (were quadratic)
     (sp.jumps_to_one_head, 200, 2_000),  # one join of many back edges (its frontier walks)
     (sp.constant_chain, 500, 5_000),  # XF006's origin of a copy (a set per link; then too deep)
-], ids=["in-place", "wide-delegate", "fan-out", "loops", "nested-loops", "jumps-to-one-head", "constant-chain"])
+    (sp.delegates_ladder, 100, 1_000),  # a delegate per call: XF005 re-sorted per device object (was quadratic)
+], ids=["in-place", "wide-delegate", "fan-out", "loops", "nested-loops", "jumps-to-one-head", "constant-chain",
+        "delegate-per-call"])
 def test_work_per_unit_stays_flat(build, small, large):
     per_small = _calls(build(small)) / small
     per_large = _calls(build(large)) / large
@@ -71,7 +73,8 @@ def _decide_fixes(data: bytes):
 @pytest.mark.parametrize("build, small, large", [
     (sp.in_place_duplicates, 100, 1_000),  # every region asked whether the method returns it (was quadratic)
     (sp.ladder, 100, 1_000),  # 3 fixes per block, only one accepted
-], ids=["in-place-duplicates", "ladder"])
+    (sp.delegates_ladder, 100, 1_000),  # the same, a delegate (and its blob) per call
+], ids=["in-place-duplicates", "ladder", "delegate-per-call"])
 def test_fix_decisions_stay_flat(build, small, large):
     def calls(data: bytes) -> int:
         profile = cProfile.Profile()

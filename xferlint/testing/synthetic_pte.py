@@ -53,8 +53,11 @@ _NBYTES = 64  # float32 [4, 4]
 class PlanBuilder:
     """One execution plan, built instruction by instruction."""
 
-    def __init__(self, name: str = "forward") -> None:
+    def __init__(self, name: str = "forward", own_delegates: bool = False) -> None:
         self.name = name
+        # one BackendDelegate per call, each with its own compile specs and processed data,
+        # as ExecuTorch writes one per lowered module; else every call shares one
+        self.own_delegates = own_delegates
         self.values: list[s.EValue] = []
         self.inputs: list[int] = []
         self.outputs: list[int] = []
@@ -125,14 +128,16 @@ class PlanBuilder:
         return out
 
     def delegate(self, args: list[int], outputs: int = 1) -> list[int]:
-        if not self.delegates:
+        if not self.delegates or self.own_delegates:
             self.delegates.append(s.BackendDelegate(
                 id="BackendWithCompilerDemo",
-                processed=s.BackendDelegateDataReference(location=s.DataLocation.INLINE, index=0),
+                processed=s.BackendDelegateDataReference(location=s.DataLocation.INLINE,
+                                                         index=len(self.delegates)),
                 compile_specs=[s.CompileSpec(key="target_device", value=b"cuda:0")],
             ))
         outs = [self.tensor(device=True) for _ in range(outputs)]
-        self.instructions.append(s.Instruction(instr_args=s.DelegateCall(delegate_index=0, args=list(args) + outs)))
+        index = len(self.delegates) - 1
+        self.instructions.append(s.Instruction(instr_args=s.DelegateCall(delegate_index=index, args=list(args) + outs)))
         return outs
 
     def jump_false(self, cond: int, destination: int) -> None:
@@ -154,11 +159,14 @@ class PlanBuilder:
 
 def serialize(plans: list[s.ExecutionPlan], constant: bool = False) -> bytes:
     """The `.pte` bytes of a program with these execution plans (with `constant`, the bytes
-    of the one constant `PlanBuilder.constant` refers to, buffer 1)."""
+    of the one constant `PlanBuilder.constant` refers to, buffer 1); one inline blob per
+    delegate of the plan with the most."""
     buffers = [s.Buffer(storage=b"")] + ([s.Buffer(storage=bytes(_NBYTES))] if constant else [])
+    blobs = max([len(plan.delegates) for plan in plans] + [1])
     program = s.Program(
         version=0, execution_plan=plans, constant_buffer=buffers,
-        backend_delegate_data=[s.BackendDelegateInlineData(data=b"synthetic")], segments=[],
+        backend_delegate_data=[s.BackendDelegateInlineData(data=b"synthetic%d" % k) for k in range(blobs)],
+        segments=[],
         constant_segment=s.SubsegmentOffsets(segment_index=0, offsets=[]),
     )
     return bytes(serialize_pte_binary(PTEFile(program=program)))
@@ -167,8 +175,8 @@ def serialize(plans: list[s.ExecutionPlan], constant: bool = False) -> bytes:
 # --------------------------------------------------------------------------- shapes
 
 
-def _ladder_plan(blocks: int, name: str = "forward") -> s.ExecutionPlan:
-    b = PlanBuilder(name)
+def _ladder_plan(blocks: int, name: str = "forward", own_delegates: bool = False) -> s.ExecutionPlan:
+    b = PlanBuilder(name, own_delegates)
     x = b.input()
     for _ in range(blocks):
         first, second = b.h2d(x), b.h2d(x)  # the second is XF004's duplicate
@@ -183,6 +191,14 @@ def _ladder_plan(blocks: int, name: str = "forward") -> s.ExecutionPlan:
 @lru_cache(maxsize=16)
 def ladder(blocks: int) -> bytes:
     return serialize([_ladder_plan(blocks)])
+
+
+@lru_cache(maxsize=16)
+def delegates_ladder(blocks: int) -> bytes:
+    """`ladder`, with a BackendDelegate of its own per call (two per block), each with its
+    own `target_device` compile spec and processed blob, as ExecuTorch lowers a program
+    that a partitioner cut into that many partitions."""
+    return serialize([_ladder_plan(blocks, own_delegates=True)])
 
 
 @lru_cache(maxsize=16)
