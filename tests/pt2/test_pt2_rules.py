@@ -90,3 +90,12 @@ def test_bundled_samples_are_current(pt2_dir):
         assert graph(ours) == graph(fresh), name
         where = [(f.code, f.location.line, f.location.column) for f in lint(load_pt2_file(fresh).view)]
         assert [(f.code, f.location.line, f.location.column) for f in lint(load_pt2_file(ours).view)] == where, name
+
+
+def test_values_on_one_device_share_its_device_object(pt2_file):
+    """A `.pt2` names a tensor's device per tensor; the view keeps one Device object per
+    device, so that rules grouping by object see a few devices, not one per value."""
+    view = load_pt2_file(pt2_file("host_split")).view
+    devices = [v.declared_device for m in view.methods for v in m.values.values() if v.declared_device is not None]
+    assert len({str(d) for d in devices}) == 2
+    assert len({id(d) for d in devices}) == 2

@@ -143,7 +143,7 @@ def _spec_device(spec: Any, device: Any) -> Optional[Device]:
     if name is not None:
         return _device(name, int(getattr(spec, "device_index", 0) or 0))
     if isinstance(device, torch.device):
-        return Device(device.type, device.index or 0)
+        return _device(device.type, device.index or 0)
     return None
 
 
@@ -157,7 +157,7 @@ def _meta_device(node: Any) -> Optional[Device]:
     """The device the traced metadata (`meta["val"]`) puts a node's result on."""
     val = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
     if isinstance(val, torch.Tensor):
-        return Device(val.device.type, val.device.index or 0)
+        return _device(val.device.type, val.device.index or 0)
     return None
 
 
