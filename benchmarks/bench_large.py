@@ -20,6 +20,8 @@ benchmarks/out/large/):
 - one-head: 100 / 1,000 / 10,000 backward jumps to one loop head;
 - in-place-dup: a buffer written in place and copied twice in every block, every block's
   result returned (XF004 and the fix trial were quadratic there), 1k / 10k / 100k instructions;
+- one-slot: one host slot written by a host op, copied to a delegate and written back by
+  its D2H in every block (XF003 each D2H), 1k / 10k / 100k instructions;
 - constant-chain: a parameter through 1k / 10k / 100k host ops, then copied (XF006);
 - methods: 10 / 100 / 1,000 methods.
 
@@ -61,6 +63,7 @@ def shapes() -> dict[str, tuple[str, list[int], Callable[[int], bytes]]]:
         "nested": ("loop", [100, 1_000, 10_000], sp.nested_loops),
         "one-head": ("jump", [100, 1_000, 10_000], sp.jumps_to_one_head),
         "in-place-dup": ("instruction", [1_000, 10_000, 100_000], lambda n: sp.in_place_duplicates(max(1, n // 6))),
+        "one-slot": ("instruction", [1_000, 10_000, 100_000], lambda n: sp.one_slot(max(1, n // 4))),
         "constant-chain": ("host op", [1_000, 10_000, 100_000], sp.constant_chain),
         "methods": ("method", [10, 100, 1_000], sp.methods),
     }

@@ -16,6 +16,8 @@ serializer, not lowering) and cached under benchmarks/out/scaling/ (building is 
 - pte delegates: the ladder with a BackendDelegate per call, as ExecuTorch writes one per
   partition (XF005 grouped by device object: quadratic in delegates until 2026-12-05);
 - pte in-place: a host buffer written in place and copied in every block (XF004's cubic case);
+- pte one slot: one host slot written by a host op and by a D2H in every block (XF005
+  scanned the slot's readers per write: quadratic until 2026-12-05);
 - pte fan-out: one host value copied by thousands of H2Ds, each read by its own delegate;
 - pte wide delegate: one delegate call with 1k -> 100k arguments;
 - pte loops: 100 -> 10,000 `map`-shaped loops, each closed by a backward jump;
@@ -217,6 +219,7 @@ def cases() -> list[Case]:
         instructions_case("pte-ladder", "ladder", 8),
         instructions_case("pte-delegates", "delegates_ladder", 8),
         instructions_case("pte-in-place", "in_place_ladder", 4),
+        instructions_case("pte-one-slot", "one_slot", 4),
         instructions_case("pte-fan-out", "fan_out", 3),
         pte_case("pte-wide", "argument", [1_000, 10_000, 100_000], [1_000, 10_000], "wide_delegate", lambda s: s),
         pte_case("pte-loops", "loop", [100, 1_000, 10_000], [100, 1_000], "loops", lambda s: s),

@@ -207,6 +207,17 @@ def test_host_segments_match_the_per_read_passes(seed, cfg, monkeypatch):
     assert fast == xf005.host_segments(facts)
 
 
+@pytest.mark.parametrize("seed", range(0, 150, 3))
+def test_host_segments_by_the_writes_each_reader_sees_match_the_per_read_passes(seed, monkeypatch):
+    """Every slot's readers indexed by the writes they see (what a slot with many readers
+    gets), against the per-read reference."""
+    facts = DeviceFacts.compute(_random_method(seed, True))
+    monkeypatch.setattr(xf005, "_SCANNED", 0)
+    indexed = xf005.host_segments(facts)
+    monkeypatch.setattr(xf005, "_segments_for", _reference_segments_for)
+    assert indexed == xf005.host_segments(facts)
+
+
 def test_the_random_views_have_segments_to_find():
     found = sum(bool(xf005.host_segments(DeviceFacts.compute(_random_method(s, c)))) for s, c in CASES)
     assert found >= 10  # a host op between a D2H and an H2D to the same device: rarer by chance

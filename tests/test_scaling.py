@@ -117,6 +117,15 @@ def test_duplicate_copies_between_in_place_writes_stay_flat_line_by_line():
     assert per_large < 1.25 * per_small, (per_small, per_large)
 
 
+def test_a_slot_written_in_every_block_stays_flat_line_by_line():
+    # one host slot written by a host op and by a D2H in every block: XF005 once scanned
+    # every reader of the slot for each of its writes, inside one comprehension (no calls
+    # to count: its lines are)
+    per_small = _lines(sp.one_slot(200)) / 200
+    per_large = _lines(sp.one_slot(2_000)) / 2_000
+    assert per_large < 1.25 * per_small, (per_small, per_large)
+
+
 def test_thousands_of_backward_jumps_give_every_finding_exactly():
     # 2,000 loops keep the suite quick (building the file is most of the time);
     # benchmarks/bench_scaling.py runs 10,000

@@ -145,10 +145,25 @@ def _segments_for(facts: DeviceFacts, device: Device, host: set[int], d2hs: list
             found = seen[i] = {w.index for v in node.inputs for w in reaching(node, v)}
         return found
 
+    # value -> {writer: its host readers}, for a slot with many readers (see `host_readers`)
+    seeing: dict[str, dict[int, list[int]]] = {}
+
     def host_readers(i: int) -> list[int]:
-        """The indices of the host ops that read what node `i` writes and see that write."""
-        return [r.index for v in nodes[i].outputs for r in readers(v)
-                if r.index in host and (ssa or i in sources(r.index))]
+        """The indices of the host ops that read what node `i` writes and see that write,
+        in the order of the values' readers. Over a CFG, a slot with many readers has
+        them sorted by the writes they see, once: scanning every reader of the slot for
+        each of its writes was quadratic in a slot written and read in every block."""
+        found: list[int] = []
+        for v in nodes[i].outputs:
+            users = readers(v)
+            if ssa or len(users) <= _SCANNED:
+                found += [r.index for r in users if r.index in host and (ssa or i in sources(r.index))]
+                continue
+            by_writer = seeing.get(v)
+            if by_writer is None:
+                by_writer = seeing[v] = _by_writer(users, host, sources)
+            found += by_writer.get(i, ())
+        return found
 
     # what each copy touches, once: the reaches start there and the segments' copies are found there
     entries_of = {d.index: host_readers(d.index) for d in d2hs}
@@ -192,6 +207,21 @@ def _segments_for(facts: DeviceFacts, device: Device, host: set[int], d2hs: list
         ops = tuple(nodes[i] for i in members if nodes[i].kind != _GETITEM) or tuple(nodes[i] for i in members)
         result.append(HostSegment(device=device, d2hs=entry, host_ops=ops, h2ds=exit_))
     return result
+
+
+_SCANNED = 16  # a value with more readers than this has them indexed by the writes they see
+
+
+def _by_writer(users: list[Node], host: set[int], sources) -> dict[int, list[int]]:
+    """{w: the host ops among `users` whose reads see node w's writes}, each list in the
+    order of `users` (a reader listed twice, reading the value twice, is listed twice)."""
+    found: dict[int, list[int]] = {}
+    for r in users:
+        index = r.index
+        if index in host:
+            for w in sources(index):
+                found.setdefault(w, []).append(index)
+    return found
 
 
 def _roots(members: list[int], split: set[int], find) -> list[int]:

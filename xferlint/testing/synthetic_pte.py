@@ -304,6 +304,22 @@ def in_place_duplicates(blocks: int) -> bytes:
 
 
 @lru_cache(maxsize=16)
+def one_slot(blocks: int) -> bytes:
+    """One host slot reused by every block: a host op writes it, an H2D copies it to a
+    delegate, and the delegate's result is copied back into it (over the host op's next
+    write, so XF003 flags each D2H but the last): a slot with thousands of writers and
+    readers, as a memory plan that shares one buffer leaves it."""
+    b = PlanBuilder()
+    x, slot = b.input(), b.tensor()
+    for _ in range(blocks):
+        b.kernel("aten::cos", "out", [x, slot, slot])
+        (y,) = b.delegate([b.h2d(slot)])
+        b.kernel("et_copy::_d2h_copy", "out", [y, slot, slot])
+    b.outputs.append(slot)
+    return serialize([b.plan()])
+
+
+@lru_cache(maxsize=16)
 def constant_chain(ops: int) -> bytes:
     b = PlanBuilder()
     x = b.constant()
