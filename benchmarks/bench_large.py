@@ -22,6 +22,8 @@ benchmarks/out/large/):
   result returned (XF004 and the fix trial were quadratic there), 1k / 10k / 100k instructions;
 - one-slot: one host slot written by a host op, copied to a delegate and written back by
   its D2H in every block (XF003 each D2H), 1k / 10k / 100k instructions;
+- outputs: one delegate with 1k / 10k / 100k results, each round-tripping through the host
+  into a second delegate, every tensor in bytes of its own (the fix trial's walk budget);
 - constant-chain: a parameter through 1k / 10k / 100k host ops, then copied (XF006);
 - methods: 10 / 100 / 1,000 methods.
 
@@ -64,6 +66,7 @@ def shapes() -> dict[str, tuple[str, list[int], Callable[[int], bytes]]]:
         "one-head": ("jump", [100, 1_000, 10_000], sp.jumps_to_one_head),
         "in-place-dup": ("instruction", [1_000, 10_000, 100_000], lambda n: sp.in_place_duplicates(max(1, n // 6))),
         "one-slot": ("instruction", [1_000, 10_000, 100_000], lambda n: sp.one_slot(max(1, n // 4))),
+        "outputs": ("output", [1_000, 10_000, 100_000], sp.output_round_trips),
         "constant-chain": ("host op", [1_000, 10_000, 100_000], sp.constant_chain),
         "methods": ("method", [10, 100, 1_000], sp.methods),
     }

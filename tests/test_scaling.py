@@ -74,7 +74,8 @@ def _decide_fixes(data: bytes):
     (sp.in_place_duplicates, 100, 1_000),  # every region asked whether the method returns it (was quadratic)
     (sp.ladder, 100, 1_000),  # 3 fixes per block, only one accepted
     (sp.delegates_ladder, 100, 1_000),  # the same, a delegate (and its blob) per call
-], ids=["in-place-duplicates", "ladder", "delegate-per-call"])
+    (sp.output_round_trips, 100, 1_000),  # n live ranges across the same n nodes (the walk budget)
+], ids=["in-place-duplicates", "ladder", "delegate-per-call", "output-round-trips"])
 def test_fix_decisions_stay_flat(build, small, large):
     def calls(data: bytes) -> int:
         profile = cProfile.Profile()

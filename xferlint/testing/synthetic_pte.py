@@ -319,6 +319,35 @@ def one_slot(blocks: int) -> bytes:
     return serialize([b.plan()])
 
 
+def _own_bytes(plan: s.ExecutionPlan) -> s.ExecutionPlan:
+    """`plan` with every planned tensor in bytes of its own: a memory plan that shares none
+    (the builder plans every tensor at offset 0 of its buffer)."""
+    ends: dict[int, int] = {}
+    for value in plan.values:
+        tensor = value.val
+        if isinstance(tensor, s.Tensor) and tensor.allocation_info is not None:
+            buffer = tensor.allocation_info.memory_id
+            offset = ends.get(buffer, 0)
+            ends[buffer] = offset + _NBYTES
+            tensor.allocation_info = s.AllocationDetails(memory_id=buffer, memory_offset_low=offset & 0xFFFFFFFF,
+                                                         memory_offset_high=offset >> 32)
+    plan.non_const_buffer_sizes = [0] + [max(ends.get(b, 0), _NBYTES) for b in (1, 2)]
+    return plan
+
+
+@lru_cache(maxsize=16)
+def output_round_trips(outputs: int) -> bytes:
+    """One delegate with `outputs` results, each copied to host and back into a second
+    delegate (an XF001 per result), every tensor in bytes of its own. Each fix keeps one
+    result alive across all the other copies: proving them all walks outputs**2 nodes, past
+    the fix trial's walk budget (`xferlint.fixes.pte.memory.WalkBudget`)."""
+    b = PlanBuilder()
+    results = b.delegate([b.h2d(b.input())], outputs=outputs)
+    (z,) = b.delegate([b.h2d(b.d2h(r)) for r in results])
+    b.outputs.append(b.d2h(z))
+    return serialize([_own_bytes(b.plan())])
+
+
 @lru_cache(maxsize=16)
 def constant_chain(ops: int) -> bytes:
     b = PlanBuilder()

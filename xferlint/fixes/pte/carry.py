@@ -39,7 +39,7 @@ from typing import Callable, Iterable, NamedTuple, Optional, Sequence, Union
 
 from xferlint.analyzer.view import MethodView
 from xferlint.fixes.plan import OUTPUT, FixPlan, nodes_by_name
-from xferlint.fixes.pte.memory import Conflict
+from xferlint.fixes.pte.memory import Conflict, WalkBudget
 
 
 def signature(plan: FixPlan) -> tuple:
@@ -95,10 +95,13 @@ Deferred = Callable[[], Refusal]  # builds a proof when first needed (see the mo
 
 
 class Carry:
-    """Per method index: finding key -> the refusal that may be carried."""
+    """Per method index: finding key -> the refusal that may be carried; and the walk
+    budget every round and pass of the trial shares (`xferlint.fixes.pte.memory.WalkBudget`,
+    None: each method's check has its own)."""
 
-    def __init__(self) -> None:
+    def __init__(self, budget: Optional[WalkBudget] = None) -> None:
         self.methods: dict[int, dict[tuple, Union[Refusal, Deferred]]] = {}
+        self.budget = budget
 
     def keep(self, index: int, key: tuple, proof: Union[Refusal, Deferred]) -> None:
         """Keep a proof, or what builds it (a callable, asked at most once)."""

@@ -34,7 +34,7 @@ from xferlint.fixes.result import FixResult
 from xferlint.frontends.pte.view import PteNative, kernel_io, load_pte_bytes
 from xferlint.frontends.pte import program as pp
 from xferlint.fixes.pte.carry import Carry, refusal
-from xferlint.fixes.pte.memory import Conflict, Delta, MemoryCheck, describe
+from xferlint.fixes.pte.memory import Conflict, Delta, MemoryCheck, WalkBudget, WorkBudgetSpent, describe
 from xferlint.fixes.pte.patch import Patcher
 from xferlint.rules._lint import lint_method
 from xferlint.rules.base import Rule, RuleContext
@@ -247,6 +247,12 @@ def _memory_refusal(method: MethodView, conflict: Conflict) -> str:
     return f"the memory plan would break: {describe(method, conflict)}; {ENTRY_POINT_ROUTE}"
 
 
+def _budget_refusal(spent: WorkBudgetSpent) -> str:
+    return (f"not proved: showing that the memory plan stays valid would walk more than this method's "
+            f"work budget ({spent.budget:,} steps over its live ranges, which keeps the check linear); "
+            "`xferlint fix` applies the fixes it proved, and run again it proves more")
+
+
 def _keep(carry: Carry, index: int, method: MethodView, plan: FixPlan, conflict: Conflict, regions: list,
           delta: Delta) -> None:
     """Keep the proof of a refusal decided with nothing accepted, for the next pass: built
@@ -278,7 +284,7 @@ def _decide(view: ProgramView, index: int, native: PteNative, linter: _Linter, u
         return None
     accepted: list[FixPlan] = []
     closure = DeadClosure(method, planning.facts)  # what the accepted plans remove, grown per plan
-    memory = MemoryCheck(method, planning.facts)
+    memory = MemoryCheck(method, planning.facts, carry.budget)
     patchable = _Patchable(method, planning, native)
     for j, selected in enumerate(planning.selected):
         # nothing accepted yet: a refusal a pass before proved unchanged is carried over
@@ -292,7 +298,11 @@ def _decide(view: ProgramView, index: int, native: PteNative, linter: _Linter, u
             delta = _delta(method, selected, step.removed, patchable.at[0])
             extended = [r.new for r in selected.rewires]
             regions = [] if not accepted and patchable.alone else None  # what a proof needs
-            found = memory.trial(delta, extended, regions)
+            try:
+                found = memory.trial(delta, extended, regions)
+            except WorkBudgetSpent as spent:
+                _skip(outcome, exclude, planning.selected[j:], _budget_refusal(spent))
+                break
             if found is not None:
                 problem = _memory_refusal(method, found)
                 if regions is not None:
@@ -301,8 +311,12 @@ def _decide(view: ProgramView, index: int, native: PteNative, linter: _Linter, u
             _skip(outcome, exclude, [selected], problem)  # a Skipped names the finding: resolved or not
             continue
         closure.commit(step)
-        memory.commit(delta, extended)
-        accepted.append(selected)
+        accepted.append(selected)  # proved by its trial, whatever keeping its regions costs
+        try:
+            memory.commit(delta, extended)
+        except WorkBudgetSpent as spent:
+            _skip(outcome, exclude, planning.selected[j + 1:], _budget_refusal(spent))
+            break
     if not accepted:
         return None
     return planning, planning.resolve(accepted)
@@ -475,7 +489,9 @@ def fix_pte_loaded(loaded: Any, rules: Sequence[Rule], *, unsafe_fixes: bool = F
     output again is a no-op: a fix refused in one pass (the memory plan did not allow it
     then) may be possible once other copies are gone."""
     linter = _Linter(rules, loaded.view, decisions_only)
-    carry = Carry()  # refusals a pass need not decide again (kept in the numbering of `last`)
+    # refusals a pass need not decide again (kept in the numbering of `last`), and the walk
+    # budget of the whole trial: a fresh one per round would let the rounds multiply it
+    carry = Carry(WalkBudget(sum(len(m.nodes) for m in loaded.view.methods)))
     renames: list[list[dict[str, str]]] = [[] for _ in loaded.view.methods]  # per applied round
     result, last = _fix_pass(loaded, linter, unsafe_fixes, carry, renames)
     for _ in range(MAX_ROUNDS):

@@ -48,6 +48,33 @@ class Conflict(NamedTuple):
     reader: Node  # a read of `value` that `writer` comes before (or is)
 
 
+# The live-range walks' work budget of one fix trial (steps: a node visited or a reader
+# added, over every method, round and pass): a program's fixes walk at most a few steps
+# per node (ExecuTorch's lowerings, the random and synthetic programs of the benchmarks),
+# while n fixes whose live ranges all span the same n nodes (a delegate with n outputs,
+# each round-tripping into the next delegate) walk n**2.
+WALK_BUDGET, WALK_BUDGET_PER_NODE = 250_000, 8
+
+
+class WalkBudget:
+    """The steps the live-range walks of one fix trial may take, and those taken."""
+
+    __slots__ = ("total", "spent")
+
+    def __init__(self, nodes: int) -> None:
+        self.total = WALK_BUDGET + WALK_BUDGET_PER_NODE * nodes
+        self.spent = 0
+
+
+class WorkBudgetSpent(Exception):
+    """A trial (or a commit) would walk past the budget: its answer is not known, and no
+    further plan is decided."""
+
+    def __init__(self, budget: int) -> None:
+        super().__init__(budget)
+        self.budget = budget
+
+
 class _Layer(dict):
     """A dict over a read-only base dict: what a trial adds to a kept region."""
 
@@ -76,7 +103,7 @@ class _Region:
 class MemoryCheck:
     """The memory plan of one method under a growing set of accepted edits."""
 
-    def __init__(self, method: MethodView, facts: DeviceFacts) -> None:
+    def __init__(self, method: MethodView, facts: DeviceFacts, budget: Optional[WalkBudget] = None) -> None:
         self.method = method
         self.nodes = method.nodes
         self.cfg = method.cfg
@@ -99,6 +126,7 @@ class MemoryCheck:
         # regions under the accepted edits plus that delta, which `commit` keeps if it is
         # that delta's, instead of computing them afresh a second time
         self._fresh: tuple[Optional[Delta], dict[str, _Region]] = (None, {})
+        self.budget = WalkBudget(len(method.nodes)) if budget is None else budget  # see WorkBudgetSpent
 
     # -- the method as the edits leave it ------------------------------------------------
     def _gone(self, i: int, delta: Delta) -> bool:
@@ -201,6 +229,7 @@ class MemoryCheck:
         for r in readers:
             if r in region.readers:
                 continue
+            self._spend(1)
             region.readers[r] = None
             hit = self._note(value, region, r, r, delta, stop)
             if hit is not None:
@@ -211,19 +240,34 @@ class MemoryCheck:
     def _walk(self, value: str, region: _Region, work: list[tuple[int, int]], delta: Delta,
               stop: Optional[set]) -> Optional[tuple[int, str, int]]:
         preds = self.cfg.predecessors
-        while work:
-            i, reader = work.pop()
-            if i in region.live:
-                continue
-            region.live[i] = self.nodes[reader]
-            if i not in region.readers:
-                hit = self._note(value, region, i, reader, delta, stop)
-                if hit is not None:
-                    return hit
-            if value in self._defs(i, delta):
-                continue  # written here: earlier points see another lifetime
-            work.extend((p, reader) for p in preds[i])
-        return None
+        budget = self.budget
+        left = budget.total - budget.spent  # counted here, not per step through `_spend`
+        steps = 0
+        try:
+            while work:
+                i, reader = work.pop()
+                if i in region.live:
+                    continue
+                steps += 1
+                if steps > left:
+                    raise WorkBudgetSpent(budget.total)
+                region.live[i] = self.nodes[reader]
+                if i not in region.readers:
+                    hit = self._note(value, region, i, reader, delta, stop)
+                    if hit is not None:
+                        return hit
+                if value in self._defs(i, delta):
+                    continue  # written here: earlier points see another lifetime
+                work.extend((p, reader) for p in preds[i])
+            return None
+        finally:
+            budget.spent += steps
+
+    def _spend(self, steps: int) -> None:
+        budget = self.budget
+        budget.spent += steps
+        if budget.spent > budget.total:
+            raise WorkBudgetSpent(budget.total)
 
     def _note(self, value: str, region: _Region, i: int, reader: int, delta: Delta,
               stop: Optional[set]) -> Optional[tuple[int, str, int]]:
