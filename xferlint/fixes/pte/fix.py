@@ -34,7 +34,7 @@ from xferlint.fixes.result import FixResult
 from xferlint.frontends.pte.view import PteNative, kernel_io, load_pte_bytes
 from xferlint.frontends.pte import program as pp
 from xferlint.fixes.pte.carry import Carry, refusal
-from xferlint.fixes.pte.memory import Conflict, Delta, MemoryCheck, WalkBudget, WorkBudgetSpent, describe
+from xferlint.fixes.pte.memory import Conflict, Delta, MemoryCheck, WalkBudget, WalkBudgetSpent, describe
 from xferlint.fixes.pte.patch import Patcher
 from xferlint.rules._lint import lint_method
 from xferlint.rules.base import Rule, RuleContext
@@ -247,10 +247,10 @@ def _memory_refusal(method: MethodView, conflict: Conflict) -> str:
     return f"the memory plan would break: {describe(method, conflict)}; {ENTRY_POINT_ROUTE}"
 
 
-def _budget_refusal(spent: WorkBudgetSpent) -> str:
-    return (f"not proved: showing that the memory plan stays valid would walk more than this method's "
-            f"work budget ({spent.budget:,} steps over its live ranges, which keeps the check linear); "
-            "`xferlint fix` applies the fixes it proved, and run again it proves more")
+def _budget_refusal(spent: WalkBudgetSpent) -> str:
+    return (f"not proved: showing that the memory plan stays valid would take the live-range walks past "
+            f"the fix trial's work budget ({spent.budget:,} steps for this program, which keeps the check "
+            "linear); `xferlint fix` applies the fixes it proved, and run again it proves more")
 
 
 def _keep(carry: Carry, index: int, method: MethodView, plan: FixPlan, conflict: Conflict, regions: list,
@@ -300,7 +300,7 @@ def _decide(view: ProgramView, index: int, native: PteNative, linter: _Linter, u
             regions = [] if not accepted and patchable.alone else None  # what a proof needs
             try:
                 found = memory.trial(delta, extended, regions)
-            except WorkBudgetSpent as spent:
+            except WalkBudgetSpent as spent:
                 _skip(outcome, exclude, planning.selected[j:], _budget_refusal(spent))
                 break
             if found is not None:
@@ -314,7 +314,7 @@ def _decide(view: ProgramView, index: int, native: PteNative, linter: _Linter, u
         accepted.append(selected)  # proved by its trial, whatever keeping its regions costs
         try:
             memory.commit(delta, extended)
-        except WorkBudgetSpent as spent:
+        except WalkBudgetSpent as spent:
             _skip(outcome, exclude, planning.selected[j + 1:], _budget_refusal(spent))
             break
     if not accepted:

@@ -21,6 +21,11 @@ for the accepted edits and only grown by a trial's new readers (a walk stops whe
 region already is), so deciding k plans costs the regions' sizes, not k times the method.
 A trial that changes a region in any other way (removes a node that reads or writes the
 value or a view of it, moves a reader away, edits a view) computes that region afresh.
+
+The walks share one `WalkBudget` per fix trial. Regions are as long as the values live, so
+n fixes that each keep a value alive across the same n nodes walk n**2 steps; past the
+budget a trial raises `WalkBudgetSpent` and the trial refuses the plans left, which keeps
+the check linear on every program at the cost of proving fewer fixes on such ones.
 """
 
 from collections import Counter
@@ -66,7 +71,7 @@ class WalkBudget:
         self.spent = 0
 
 
-class WorkBudgetSpent(Exception):
+class WalkBudgetSpent(Exception):
     """A trial (or a commit) would walk past the budget: its answer is not known, and no
     further plan is decided."""
 
@@ -126,7 +131,7 @@ class MemoryCheck:
         # regions under the accepted edits plus that delta, which `commit` keeps if it is
         # that delta's, instead of computing them afresh a second time
         self._fresh: tuple[Optional[Delta], dict[str, _Region]] = (None, {})
-        self.budget = WalkBudget(len(method.nodes)) if budget is None else budget  # see WorkBudgetSpent
+        self.budget = WalkBudget(len(method.nodes)) if budget is None else budget  # see WalkBudgetSpent
 
     # -- the method as the edits leave it ------------------------------------------------
     def _gone(self, i: int, delta: Delta) -> bool:
@@ -250,7 +255,7 @@ class MemoryCheck:
                     continue
                 steps += 1
                 if steps > left:
-                    raise WorkBudgetSpent(budget.total)
+                    raise WalkBudgetSpent(budget.total)
                 region.live[i] = self.nodes[reader]
                 if i not in region.readers:
                     hit = self._note(value, region, i, reader, delta, stop)
@@ -267,7 +272,7 @@ class MemoryCheck:
         budget = self.budget
         budget.spent += steps
         if budget.spent > budget.total:
-            raise WorkBudgetSpent(budget.total)
+            raise WalkBudgetSpent(budget.total)
 
     def _note(self, value: str, region: _Region, i: int, reader: int, delta: Delta,
               stop: Optional[set]) -> Optional[tuple[int, str, int]]:
