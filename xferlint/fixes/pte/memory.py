@@ -58,7 +58,7 @@ class Conflict(NamedTuple):
 # per node (ExecuTorch's lowerings, the random and synthetic programs of the benchmarks),
 # while n fixes whose live ranges all span the same n nodes (a delegate with n outputs,
 # each round-tripping into the next delegate) walk n**2.
-WALK_BUDGET, WALK_BUDGET_PER_NODE = 250_000, 8
+WALK_BUDGET, WALK_BUDGET_PER_NODE = 100_000, 4
 
 
 class WalkBudget:
