@@ -75,7 +75,8 @@ def _decide_fixes(data: bytes):
     (sp.ladder, 100, 1_000),  # 3 fixes per block, only one accepted
     (sp.delegates_ladder, 100, 1_000),  # the same, a delegate (and its blob) per call
     (sp.output_round_trips, 100, 1_000),  # n live ranges across the same n nodes (the walk budget)
-], ids=["in-place-duplicates", "ladder", "delegate-per-call", "output-round-trips"])
+    (sp.dead_copies, 100, 1_000),  # each dead D2H feeds the rest of the chain (the planners' budget)
+], ids=["in-place-duplicates", "ladder", "delegate-per-call", "output-round-trips", "dead-copies"])
 def test_fix_decisions_stay_flat(build, small, large):
     def calls(data: bytes) -> int:
         profile = cProfile.Profile()

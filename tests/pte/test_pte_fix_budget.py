@@ -57,3 +57,29 @@ def test_past_the_budget_the_rest_is_refused_and_fix_agrees_with_check(program, 
     main(["fix", str(out), "-o", str(again), "--isolated"])
     capsys.readouterr()
     assert len(_check(again, capsys)) < len(left)  # a fresh budget proves more
+
+
+def test_past_the_planners_budget_dead_copies_are_left_with_the_reason(tmp_path, capsys, monkeypatch):
+    """A chain of dead copies: each XF003 plan walks the rest of the chain. Past the
+    planners' budget the rest are not planned (`fix_refused` says why); what was planned is
+    fixed, and the fixed program is checked again as any other."""
+    from xferlint.fixes import planners
+
+    path = tmp_path / "dead.pte"
+    path.write_bytes(sp.dead_copies(ROUND_TRIPS))
+
+    def dead(findings_path):
+        main(["check", str(findings_path), "--isolated", "--output-format", "json", "--exit-zero"])
+        return [f for f in json.loads(capsys.readouterr().out)["findings"] if f["code"] == "XF003"]
+
+    assert all(f["fixable"] for f in dead(path))  # the real budget: every one planned
+    monkeypatch.setattr(planners, "DEAD_WALK_BUDGET", 0)
+    monkeypatch.setattr(planners, "DEAD_WALK_PER_NODE", 1)  # about one plan's walk
+    findings = dead(path)
+    refused = [f for f in findings if not f["fixable"]]
+    assert refused and len(refused) < len(findings)
+    assert all("work budget" in f["fix_refused"] and "run again" in f["fix_refused"] for f in refused)
+    out = tmp_path / "fixed.pte"
+    main(["fix", str(path), "-o", str(out), "--isolated"])
+    capsys.readouterr()
+    assert len(dead(out)) < len(findings)

@@ -125,16 +125,28 @@ def plan_cross_device_staging(ctx: RuleContext, finding: Finding) -> Planned:
     )
 
 
+# The dead nodes the XF003 plans of one lint of a method may walk, together: each plan
+# walks what its D2H feeds, and in a chain of dead copies (D2H, H2D, D2H, ...) each D2H
+# feeds the rest of the chain, n**2 in all; ordinary plans walk a node or two each.
+DEAD_WALK_BUDGET, DEAD_WALK_PER_NODE = 100_000, 4
+
+
 def plan_dead_device_to_host(ctx: RuleContext, finding: Finding) -> Planned:
     """XF003: remove the dead D2H, and the dead host computations that only it feeds."""
     facts = ctx.facts
     d2h = _node(ctx, finding, "d2h")
     if d2h is None or d2h.kind != OpKind.D2H:
         return _no(finding, "the copy is no longer in the program")
+    left = ctx.shared("planners.dead_walk", lambda: [DEAD_WALK_BUDGET + DEAD_WALK_PER_NODE * len(ctx.method.nodes)])
     chain: list[Node] = [d2h]
     seen = {d2h.name}
     i = 0
     while i < len(chain):
+        if left[0] <= 0:
+            return _no(finding, "not planned: the dead nodes it feeds are past the planning's work budget "
+                                "(a chain of dead copies, each feeding the rest), which keeps the check linear; "
+                                "`xferlint fix` removes what it planned, and run again it plans more")
+        left[0] -= 1
         node = chain[i]
         i += 1
         for vid in node.outputs:

@@ -349,6 +349,19 @@ def output_round_trips(outputs: int) -> bytes:
 
 
 @lru_cache(maxsize=16)
+def dead_copies(count: int) -> bytes:
+    """A delegate's result copied to host and back `count` times, nothing reading the end:
+    each D2H is dead (XF003) and feeds the rest of the chain, so planning every XF003 fix
+    walks count**2 nodes, past the planners' work budget (`xferlint.fixes.planners`)."""
+    b = PlanBuilder()
+    (y,) = b.delegate([b.h2d(b.input())])
+    b.outputs.append(b.d2h(y))
+    for _ in range(count):
+        y = b.h2d(b.d2h(y))
+    return serialize([_own_bytes(b.plan())])
+
+
+@lru_cache(maxsize=16)
 def constant_chain(ops: int) -> bytes:
     b = PlanBuilder()
     x = b.constant()
