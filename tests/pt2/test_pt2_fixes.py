@@ -212,3 +212,50 @@ def test_an_exported_program_entry_point_names_the_pt2_route(tmp_path, capsys):
     (finding,) = json.loads(capsys.readouterr().out)["findings"]
     assert finding["code"] == "XF001" and finding["fixable"] is False
     assert "torch.export.save" in finding["fix_refused"] and "fixed.pt2" in finding["fix_refused"]
+
+
+_EXPORT_ROUND_TRIPS = r"""
+import sys
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+count, path = int(sys.argv[1]), sys.argv[2]
+
+
+class RoundTrips(torch.nn.Module):
+    def forward(self, x):
+        for _ in range(count):
+            x = torch.sin(x).cpu().to("cuda:0")
+        return x
+
+
+with FakeTensorMode(allow_non_fake_inputs=True):
+    x = torch.randn(8, 8).to("cuda:0")
+    with torch.no_grad():
+        program = torch.export.export(RoundTrips().eval(), (x,))
+torch.export.save(program, path)
+"""
+
+
+def test_fixing_many_round_trips_costs_the_same_work_per_round_trip(tmp_path):
+    """Each plan was checked against the model JSON read again (every graph walked, each
+    node found by a scan): the fix of n round trips was quadratic (3,000: 88 s)."""
+    import cProfile
+    import pstats
+
+    from xferlint.fixes.pt2.fix import fix_pt2_loaded
+
+    def calls_per_round_trip(count: int) -> float:
+        path = tmp_path / f"round_trips_{count}.pt2"
+        done = subprocess.run([sys.executable, "-c", _EXPORT_ROUND_TRIPS, str(count), str(path)],
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        loaded = load_pt2_file(str(path))
+        profile = cProfile.Profile()
+        result = profile.runcall(fix_pt2_loaded, loaded, RULES)
+        # all but the last: its copy back is the method's output (an unsafe fix)
+        assert sum(p.code == "XF001" for m in result.methods for p in m.applied) == count - 1
+        return pstats.Stats(profile).total_calls / count
+
+    small, large = calls_per_round_trip(40), calls_per_round_trip(400)
+    assert large < 1.25 * small, (small, large)

@@ -1,7 +1,7 @@
 """Fix a `.pt2`: XF001 / XF002 / XF003 / XF004 plans applied to its serialized graph.
 
 The plans are the frontend-neutral ones (`xferlint.fixes.engine.plan_method`). Each is
-checked against the model JSON (`graph.plan_problem`: its nodes are there, a rewired value
+checked against the model JSON (`graph.plan_problems`: its nodes are there, a rewired value
 is the same tensor but for its device), the accepted ones are applied to a copy of the
 JSON (`graph.apply_plans`), the archive is written anew with only `models/<name>.json`
 changed (`archive.replace_member`), read back by the `.pt2` frontend and linted: the fixed
@@ -24,7 +24,7 @@ from xferlint.findings import Finding
 from xferlint.fixes.engine import MAX_ROUNDS, check_fixed, plan_method
 from xferlint.fixes.outcome import MethodOutcome, Skipped
 from xferlint.fixes.pt2.archive import replace_member
-from xferlint.fixes.pt2.graph import apply_plans, plan_problem
+from xferlint.fixes.pt2.graph import apply_plans, plan_problems
 from xferlint.fixes.result import FixResult
 from xferlint.frontends import LoadedProgram
 from xferlint.frontends.pt2.view import Pt2Native, load_pt2_bytes
@@ -63,8 +63,8 @@ def _round(loaded: LoadedProgram, rules: Sequence[Rule], unsafe_fixes: bool, out
         _skip(outcome, exclude, plan, "the fix is unsafe: " + plan.summary, unsafe=True)
     model = native.archive.model
     accepted = []
-    for selected, plan in zip(planning.selected, planning.plans):
-        problem = plan_problem(model, method, plan)
+    for selected, plan, problem in zip(planning.selected, planning.plans,
+                                       plan_problems(model, method, planning.plans)):
         if problem is not None:
             _skip(outcome, exclude, plan, problem)
             continue

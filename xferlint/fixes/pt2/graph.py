@@ -56,10 +56,6 @@ def _local(scope: str, ident: str) -> Optional[str]:
     return rest if rest and "/" not in rest else None
 
 
-def _find(graph: dict[str, Any], name: str) -> list[dict[str, Any]]:
-    return [n for n in graph.get("nodes") or () if isinstance(n, dict) and n.get("name") == name]
-
-
 def _rename(arg: Any, old: str, new: str) -> int:
     """Rename value `old` to `new` in one argument (tensors, tensor lists, optional tensors,
     symbolic scalars; never inside a subgraph). Returns how many references changed."""
@@ -97,6 +93,9 @@ class _Edit:
         self.gm = model["graph_module"]
         self.graphs = graphs_by_scope(self.gm)
         self.nodes = {n.name: n for n in method.nodes}
+        # scope -> {node name: its JSON nodes}, each graph indexed when first asked: finding
+        # a node by scanning its graph, once per node a plan names, was quadratic
+        self._named: dict[str, dict[str, list[dict[str, Any]]]] = {}
 
     def json_node(self, name: str) -> tuple[Optional[dict[str, Any]], str, str]:
         """(JSON node, scope, problem) of view node `name`."""
@@ -105,10 +104,31 @@ class _Edit:
             return None, "", f"`{name}` is not in the program"
         graph = self.graphs.get(node.scope)
         local = _local(node.scope, name)
-        found = _find(graph, local) if graph is not None and local else []
+        found = self._find(node.scope, graph, local) if graph is not None and local else []
         if len(found) != 1:
             return None, node.scope, f"`{name}` is no node of the serialized graph"
         return found[0], node.scope, ""
+
+    def _find(self, scope: str, graph: dict[str, Any], name: str) -> list[dict[str, Any]]:
+        named = self._named.get(scope)
+        if named is None:
+            named = self._named[scope] = {}
+            for n in graph.get("nodes") or ():
+                if isinstance(n, dict):
+                    named.setdefault(n.get("name"), []).append(n)
+        return named.get(name, [])
+
+    def plan_problem(self, plan: FixPlan) -> Optional[str]:
+        """Why `plan` cannot be written into the model JSON (None: it can)."""
+        for name in plan.removes:
+            jnode, _, problem = self.json_node(name)
+            if jnode is None:
+                return problem
+        for r in plan.rewires:
+            problem = self.rewire_problem(r.reader, r.old, r.new)
+            if problem:
+                return problem
+        return None
 
     def rewire_problem(self, reader: str, old: str, new: str) -> Optional[str]:
         if reader == OUTPUT:
@@ -141,14 +161,17 @@ class _Edit:
 
     def remove(self, names: Sequence[str]) -> None:
         gone: dict[str, set[str]] = {}
+        dropped: dict[str, set[int]] = {}  # scope -> ids of its JSON nodes to drop, in one pass
         for name in names:
             jnode, scope, _ = self.json_node(name)
-            graph = self.graphs[scope]
-            graph["nodes"] = [n for n in graph["nodes"] if n is not jnode]
+            dropped.setdefault(scope, set()).add(id(jnode))
             gone.setdefault(scope, set()).update(_outputs(jnode))
+        self._named.clear()  # the graphs' node lists are rebuilt below
         for scope, values in gone.items():
             graph = self.graphs[scope]
-            graph["nodes"] = [n for n in graph["nodes"] if not (_ignored(n) and set(_inputs(n)) & values)]
+            drop = dropped[scope]
+            graph["nodes"] = [n for n in graph["nodes"]
+                              if id(n) not in drop and not (_ignored(n) and set(_inputs(n)) & values)]
             tensors = graph.get("tensor_values") or {}
             for value in values:
                 tensors.pop(value, None)
@@ -181,18 +204,11 @@ def _ignored(node: dict[str, Any]) -> bool:
     return isinstance(target, str) and _op_name(target)[0] in IGNORED_OPS
 
 
-def plan_problem(model: dict[str, Any], method: MethodView, plan: FixPlan) -> Optional[str]:
-    """Why `plan` cannot be written into the model JSON (None: it can)."""
+def plan_problems(model: dict[str, Any], method: MethodView, plans: Sequence[FixPlan]) -> list[Optional[str]]:
+    """`plan_problem` of each plan, the model JSON indexed once for all of them (reading
+    it again per plan was quadratic in plans)."""
     edit = _Edit(model, method)
-    for name in plan.removes:
-        jnode, _, problem = edit.json_node(name)
-        if jnode is None:
-            return problem
-    for r in plan.rewires:
-        problem = edit.rewire_problem(r.reader, r.old, r.new)
-        if problem:
-            return problem
-    return None
+    return [edit.plan_problem(plan) for plan in plans]
 
 
 def apply_plans(model: dict[str, Any], method: MethodView, plans: Sequence[FixPlan]) -> dict[str, Any]:
