@@ -11,6 +11,7 @@ most two raises per value.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Union
 
 from xferlint.records import dataclass
@@ -65,7 +66,15 @@ class _Marker:
 
 UNREACHED = _Marker("UNREACHED")
 CONFLICT = _Marker("CONFLICT")
-CPU = Device("cpu", 0)
+@lru_cache(maxsize=256)
+def interned_device(kind: str, index: int = 0) -> Device:
+    """`Device(kind, index)`, one object per device: every frontend builds its devices here,
+    so a program's thousands of values and delegates share a few objects (a Device hashes and
+    compares in Python, and rules group and memoise by object)."""
+    return Device(kind, index)
+
+
+CPU = interned_device("cpu", 0)
 
 LatticeValue = Union[Device, _Marker]
 

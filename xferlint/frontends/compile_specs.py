@@ -10,7 +10,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any, Iterable, Optional
 
-from xferlint.analyzer.lattice import Device
+from xferlint.analyzer.lattice import Device, interned_device
 
 TARGET_DEVICE_KEY = "target_device"
 
@@ -31,10 +31,10 @@ def decode_compile_specs(pairs: Iterable[tuple[str, Any]]) -> tuple[tuple[tuple[
 
 @lru_cache(maxsize=256)
 def _target_device(text: str) -> Optional[Device]:
-    """The device a `target_device` spec names, None when it does not parse. One Device
-    object per spelling: a program's hundreds of delegates name a device or two, and the
-    rules group values by device object first (a Device hashes and compares in Python)."""
+    """The device a `target_device` spec names (the interned one), None when it does not
+    parse; parsed once per spelling: a program's hundreds of delegates name a device or two."""
     try:
-        return Device.parse(text)
+        parsed = Device.parse(text)
     except ValueError:
         return None
+    return interned_device(parsed.type, parsed.index)

@@ -23,7 +23,7 @@ import torch
 import torch.fx
 
 from xferlint.frozen import Frozen
-from xferlint.analyzer.lattice import Device
+from xferlint.analyzer.lattice import CPU, Device, interned_device
 from xferlint.analyzer.view import (
     DelegateInfo,
     InnerOp,
@@ -149,8 +149,8 @@ def _spec_device(spec: Any, device: Any) -> Optional[Device]:
 
 @lru_cache(maxsize=256)
 def _device(name: str, index: int) -> Device:
-    """One Device object per (DeviceType name, index): values share it."""
-    return Device(name.lower(), index)
+    """The (interned) device of a DeviceType name (`CUDA`) or torch device type, and index."""
+    return interned_device(name.lower(), index)
 
 
 def _meta_device(node: Any) -> Optional[Device]:
@@ -527,9 +527,9 @@ class _GraphReader:
         spec = node.meta.get("spec")
         mem_id = getattr(spec, "mem_id", None)
         if constant:
-            start: Optional[Device] = Device("cpu", 0)
+            start: Optional[Device] = CPU
         elif mem_id is not None:
-            start = self.b.arenas.get(mem_id, Device("cpu", 0))
+            start = self.b.arenas.get(mem_id, CPU)
         else:
             start = None
         if start is not None and value.declared_device is not None and start != value.declared_device:
@@ -658,7 +658,7 @@ class _GraphReader:
         if sname in _TO_DEVICE_OPS:
             if node.kwargs.get("device") is not None:
                 dev = torch.device(node.kwargs["device"])
-                return Device(dev.type, dev.index or 0)
+                return _device(dev.type, dev.index or 0)
             found = _meta_device(node)
             return found if sname == "aten::to" else None
         if sname == COPY_INTO_OP and len(node.args) > 1:
@@ -882,7 +882,7 @@ def read_method(name: str, gm: torch.fx.GraphModule, signature: Any, strict: boo
     reader = _GraphReader(builder, gm, "", signature)
     outputs = reader.read()
     arenas = builder.arenas or {}
-    buffers = tuple(arenas.get(i, Device("cpu", 0)) for i in range(max(arenas, default=-1) + 1))
+    buffers = tuple(arenas.get(i, CPU) for i in range(max(arenas, default=-1) + 1))
     # the builder's values as they are: it is dropped here, nothing else holds them
     return MethodView(name=name, nodes=tuple(builder.nodes), values=builder.values,
                       inputs=tuple(builder.inputs), outputs=tuple(outputs), buffer_devices=buffers)
@@ -927,10 +927,10 @@ def _arena_devices(gm: torch.fx.GraphModule) -> Optional[dict[int, Device]]:
     sizes = gm.meta.get("non_const_buffer_sizes")
     if sizes is None:
         return None
-    arenas = {index: Device("cpu", 0) for index in range(len(sizes))}
+    arenas = {index: CPU for index in range(len(sizes))}
     for entry in gm.meta.get("non_const_buffer_device") or ():
         kind = getattr(getattr(entry, "device_type", None), "name", "cpu").lower()
-        arenas[int(entry.buffer_idx)] = Device(kind, int(getattr(entry, "device_index", 0) or 0))
+        arenas[int(entry.buffer_idx)] = _device(kind, int(getattr(entry, "device_index", 0) or 0))
     return arenas
 
 

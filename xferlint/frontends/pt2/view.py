@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import os
 from dataclasses import field, replace
-from functools import lru_cache
 from typing import Any, Iterator, Optional
 
-from xferlint.analyzer.lattice import Device
+from xferlint.analyzer.lattice import Device, interned_device
 from xferlint.analyzer.view import MethodView, Node, OpKind, ProgramView, TensorMeta, Value
 from xferlint.errors import UnmodelledOpError
 from xferlint.frontends import LoadedProgram
@@ -75,15 +74,7 @@ def _device(obj: Any, where: str) -> Device:
     kind, index = d.get("type"), d.get("index")
     if not isinstance(kind, str) or not (index is None or (isinstance(index, int) and 0 <= index < 1 << 16)):
         raise _fail(where, f"bad device {safe_text(d, 80)}")
-    return _interned(safe_text(kind, 32), index or 0)
-
-
-@lru_cache(maxsize=256)
-def _interned(kind: str, index: int) -> Device:
-    """One Device object per (type, index): a program's thousands of tensors name a few
-    devices, and the rules group values by device object first (a Device hashes and
-    compares in Python)."""
-    return Device(kind, index)
+    return interned_device(safe_text(kind, 32), index or 0)
 
 
 def _tensor_meta(obj: Any, where: str) -> tuple[TensorMeta, Optional[Device]]:

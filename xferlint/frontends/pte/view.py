@@ -36,7 +36,7 @@ from typing import NamedTuple, Optional
 
 from xferlint.analyzer.cfg import ControlFlowGraph
 from xferlint.frozen import Frozen
-from xferlint.analyzer.lattice import CPU, Device
+from xferlint.analyzer.lattice import CPU, Device, interned_device
 from xferlint.analyzer.view import (
     DelegateInfo,
     MethodView,
@@ -81,7 +81,8 @@ def target_name(name: str, overload: str) -> str:
 
 @lru_cache(maxsize=256)
 def device_of(device_type: int, device_index: int) -> Device:
-    return Device(pp.DEVICE_NAMES.get(device_type, f"device{device_type}"), device_index)
+    """The (interned) device of a DeviceType code and index."""
+    return interned_device(pp.DEVICE_NAMES.get(device_type, f"device{device_type}"), device_index)
 
 
 def _value_ids(n: int) -> list[str]:
@@ -284,7 +285,7 @@ class _MethodBuilder:
 
     # values -----------------------------------------------------------------------
     def _buffer_devices(self) -> tuple[Device, ...]:
-        devices = [Device("cpu", 0)] * len(self.plan.buffer_sizes)
+        devices = [CPU] * len(self.plan.buffer_sizes)
         for buffer_index, device_type, device_index in self.plan.buffer_devices:
             devices[buffer_index] = device_of(device_type, device_index)
         return tuple(devices)
