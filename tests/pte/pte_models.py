@@ -247,6 +247,18 @@ def legacy_program():
     return _lower(AddSinCos(), square_inputs(2), ["cuda:0", "cuda:0"], backend_config=config)
 
 
+def stacktrace_program():
+    """A host-only program emitted with `emit_stacktrace=True`: each instruction carries its
+    frames (ExecuTorch's emitter cannot emit them beside device copies)."""
+    torch = _torch()
+    from executorch.exir import ExecutorchBackendConfig, to_edge
+
+    from xferlint.testing.models import AddSin
+
+    exported = torch.export.export(AddSin(), square_inputs(2), strict=False)
+    return to_edge(exported).to_executorch(ExecutorchBackendConfig(emit_stacktrace=True))
+
+
 PROGRAMS: dict[str, Callable[[], Any]] = {
     "addsin-elided": lambda: _lower(__import__("xferlint.testing.models", fromlist=["AddSin"]).AddSin(),
                                     square_inputs(2), ["cuda:0", "cuda:0"]),
@@ -282,6 +294,7 @@ PROGRAMS: dict[str, Callable[[], Any]] = {
     "cond-after-dead-copy": lambda: cond_after_dead_copy(),
     "skip-io-planned": lambda: skip_io_program(alloc=True),
     "skip-io-unplanned": lambda: skip_io_program(alloc=False),
+    "host-stacktrace": lambda: stacktrace_program(),
 }
 
 

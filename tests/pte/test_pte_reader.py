@@ -102,6 +102,18 @@ def test_fast_path_reads_what_the_generated_accessors_read(pte_bytes, name):
     assert pp.read_program(data) == pp.read_program(data, fast=False)
 
 
+def test_stack_traces_are_read_as_the_generated_accessors_read_them(pte_bytes):
+    """Frames (`emit_stacktrace=True`) through the pinned schema's tables and through the
+    generated classes: the same file, line, function and code, one list per instruction."""
+    data = pte_bytes("host-stacktrace")
+    ours = pp.read_program(data)
+    assert ours == pp.read_program(data, fast=False)
+    chain = ours.plans[0].chains[0]
+    assert chain.stacktrace is not None and len(chain.stacktrace) == len(chain.instructions)
+    frames = [f for frames in chain.stacktrace for f in frames]
+    assert any(f.filename.endswith("models.py") and f.lineno > 0 and f.context for f in frames)
+
+
 def test_view_values_carry_sizes_dtypes_devices_and_plan(pte_bytes):
     data = pte_bytes("addsin-noelide")
     ref = _reference(data).execution_plan[0]

@@ -170,6 +170,32 @@ def test_fuzzed_real_programs_never_crash(pte_bytes):
     assert refused and linted  # the mutations hit both valid-but-changed and broken files
 
 
+def test_the_pinned_tables_read_mutated_programs_as_the_generated_classes_do(pte_bytes, monkeypatch):
+    """The struct stand-ins the pinned schema reads with (`tables.py`) walk the program as
+    ExecuTorch's generated classes do: on mutated real programs both read the same program,
+    or both refuse the file."""
+    from xferlint.frontends.pte import program as pp
+    from xferlint.frontends.pte import schema
+    from xferlint.frontends.pte.container import PteFormatError
+
+    def read(data: bytes, pinned: bool):
+        monkeypatch.setattr(schema, "_PINNED", [pinned])
+        try:
+            return pp.read_program(data)
+        except PteFormatError:
+            return "refused"
+
+    sources = [pte_bytes(name) for name in FUZZ_SOURCES]
+    rnd = random.Random(20261205)
+    outcomes = set()
+    for case in range(400):
+        data = mutate(sources[case % len(sources)], rnd)
+        ours = read(data, True)
+        assert ours == read(data, False), case
+        outcomes.add(ours == "refused")
+    assert outcomes == {True, False}
+
+
 def test_fixing_fuzzed_programs_never_crashes(pte_bytes):
     """`xferlint fix` on mutated fixable programs: a fixed file that reads back, or one line;
     and fixing the fixed file again changes nothing (case 382 of this seed once needed a

@@ -1,5 +1,6 @@
-"""What a `.pte` check loads: only the torch-free path, the decoder's self-check once per
-process (not per file). Each check runs in a fresh interpreter, as a user's would, from a
+"""What a `.pte` check loads: only the torch-free path; on the pinned schema not even
+ExecuTorch's generated reader, on another one the decoder's self-check once per process
+(not per file). Each check runs in a fresh interpreter, as a user's would, from a
 project with a `[tool.xferlint]` table. No timing here: benchmarks/bench_pte.py measures."""
 
 from __future__ import annotations
@@ -12,7 +13,10 @@ import sys
 import pytest
 
 _CHECK = r"""
-import json, sys
+import json, os, sys
+from xferlint.frontends.pte import schema
+if os.environ.get("UNPINNED"):  # as on an ExecuTorch whose schema differs from the pinned one
+    schema.PINNED = ()
 from xferlint.cli import main
 from xferlint.frontends.pte import program as pp
 counts = []
@@ -45,8 +49,10 @@ def project(tmp_path_factory, pte_bytes):
     return root
 
 
-def _run(root, *paths: str) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("XFERLINT")}
+def _run(root, *paths: str, unpinned: bool = False) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("XFERLINT") and k != "UNPINNED"}
+    if unpinned:
+        env["UNPINNED"] = "1"
     done = subprocess.run([sys.executable, "-c", _CHECK, *paths], capture_output=True, text=True, cwd=root,
                           env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -54,35 +60,55 @@ def _run(root, *paths: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def test_a_pte_check_imports_neither_torch_nor_executorch(project):
-    result = _run(project, "models")
+def test_the_installed_schema_is_the_pinned_one():
+    """The fast path runs unchecked only on the schema it was compared on: when ExecuTorch
+    is upgraded and its schema changes, this fails until the new one is compared (the
+    tests below, unpinned) and pinned."""
+    from xferlint.frontends.pte import schema
+
+    assert schema.pinned()
+
+
+@pytest.mark.parametrize("unpinned", [False, True], ids=["pinned", "unpinned"])
+def test_a_pte_check_imports_neither_torch_nor_executorch(project, unpinned):
+    result = _run(project, "models", unpinned=unpinned)
     modules = result["modules"]
     loaded = [m for m in modules if any(m == f or m.startswith(f + ".") for f in FORBIDDEN)]
     assert loaded == [], loaded
-    executorch = [m for m in modules if m.split(".")[0] == "executorch"]
-    assert executorch and all(m == "executorch" or m.startswith(GENERATED) for m in executorch), executorch
+    executorch = [m for m in modules if m.split(".")[0] in ("executorch", "flatbuffers")]
+    if unpinned:  # the generated reader, under stand-in parents
+        assert executorch and all(m in ("executorch", "flatbuffers") or m.startswith((GENERATED, "flatbuffers."))
+                                  for m in executorch), executorch
+    else:
+        assert executorch == []
     assert "tomllib" in modules  # the [tool.xferlint] table was read
     report = json.loads((project / "out-0.json").read_text())
     assert report["summary"]["inputs"] == 3 and report["summary"]["programs"] == 3
     assert report["findings"] and not report["errors"]
 
 
-def test_the_decoder_self_check_runs_once_per_process(project):
-    """The fast reader is compared with ExecuTorch's generated accessors once per kind
-    (plan fields, chain inputs/outputs, values, delegates, instructions, segments) in a process: linting more files, or the same file
-    again, compares nothing more."""
-    files = ["models/addsin-noelide.pte", "models/mixed-noelide.pte", "models/cond-nested.pte",
-             "models/addsin-noelide.pte"]
-    result = _run(project, *files)
+FILES = ["models/addsin-noelide.pte", "models/mixed-noelide.pte", "models/cond-nested.pte", "models/addsin-noelide.pte"]
+
+
+def test_the_decoder_self_check_runs_once_per_process_on_another_schema(project):
+    """On a schema other than the pinned one the fast reader is compared with ExecuTorch's
+    generated accessors once per kind (plan fields, chain inputs/outputs, values, delegates,
+    instructions, segments) in a process: linting more files, or the same file again,
+    compares nothing more. The reports are those of the pinned reader."""
+    pinned = _run(project, *FILES)
+    assert pinned["kinds"] == [] and pinned["counts"] == [0] * len(FILES)
+    reports = [(project / f"out-{i}.json").read_text() for i in range(len(FILES))]
+    result = _run(project, *FILES, unpinned=True)
     assert result["kinds"] == ["chain", "delegates", "instructions", "plan", "segments", "values"]
     first, *rest = result["counts"]
     assert 6 <= first <= 7  # plan, chain, values, delegates, segments, the instructions of up to two chains
     assert rest == [first] * len(rest)
+    together = [(project / f"out-{i}.json").read_text() for i in range(len(FILES))]
+    assert together == reports
     # the reports are those of a process that checks each file on its own
-    together = [(project / f"out-{i}.json").read_text() for i in range(len(files))]
     assert together[0] == together[3]
-    for index, path in enumerate(files[:3]):
-        _run(project, path)
+    for index, path in enumerate(FILES[:3]):
+        _run(project, path, unpinned=True)
         assert (project / "out-0.json").read_text() == together[index], path
 
 

@@ -86,11 +86,12 @@ def warm_up(here: Sequence[Slot], timelines: bool) -> None:
     import xferlint.per_file_ignores  # noqa: F401 - for the children
 
     if any(slot.is_pte for _, slot in here):
-        from xferlint.frontends.pte.schema import generated
+        from xferlint.frontends.pte.schema import generated, pinned
 
         for name in ("xferlint.frontends.pte.view", "xferlint.fixes.pte"):
             importlib.import_module(name)
-        generated()
+        if not pinned():  # the pinned schema is read without the generated classes
+            generated()
     if any(slot.is_pt2 for _, slot in here):
         for name in ("xferlint.frontends.pt2.view", "xferlint.fixes.pt2"):
             importlib.import_module(name)

@@ -13,8 +13,9 @@ alignment, the extended header, fields xferlint does not read) stays byte-identi
   and edited the same way; every `JumpFalseCall.destination_instruction` of the chain is
   renumbered to the instruction that now has its old target's place.
 
-Positions are found with the generated reader classes and the vtable slots the fast reader
-uses (`program.py`, checked against the generated accessors).
+Positions are found with the vtable slots the fast reader uses (`program.py`), walking the
+tables with the struct stand-ins of `tables.py` where the installed schema is the pinned
+one, else with the generated reader classes.
 """
 
 import bisect
@@ -24,7 +25,8 @@ from typing import Any, Iterable, Optional
 from xferlint.errors import FixError
 from xferlint.frontends.pte import program as pp
 from xferlint.frontends.pte.layouts import Fields
-from xferlint.frontends.pte.schema import generated
+from xferlint.frontends.pte import tables
+from xferlint.frontends.pte.schema import generated, pinned
 
 _U32 = struct.Struct("<I")
 _I32 = struct.Struct("<i")
@@ -40,10 +42,9 @@ class Patcher:
     def __init__(self, data: bytes, program: pp.PteProgram) -> None:
         self.buf = bytearray(data)
         self.program = program
-        self.fb = generated()
         # positions are read in the program as it was: edits shift nothing they look up
         self.original = original = bytes(data[: program.container.program_size])
-        self.root = self.fb.Program.Program.GetRootAs(original, 0)
+        self.root = (tables if pinned() else generated().Program).Program.GetRootAs(original, 0)
         self._starts: dict[tuple[int, int], int] = {}  # (plan, chain) -> its instructions' first slot
         # the tables' fields as the fast reader reads them (`layouts.Fields`)
         self._instr = Fields(original, ((pp._IN_TYPE, "B", 0), (pp._IN_ARGS, "I", None)))

@@ -1,4 +1,4 @@
-"""Decode a `.pte` into plain, validated Python data, with ExecuTorch's generated reader.
+"""Decode a `.pte` into plain, validated Python data, at the vtable slots of ExecuTorch's schema.
 
 `read_program(data)` returns a `PteProgram`: per execution plan (method) its EValues,
 instructions per chain, operators, delegates with compile specs, inputs and outputs, the
@@ -23,7 +23,8 @@ from xferlint.frontends.bounded import MAX_TEXT, safe_text
 from xferlint.frontends.pte.container import Container, PteFormatError, parse_container
 from xferlint.frontends.pte.footprints import FIXED, VAR, Footprint, Template
 from xferlint.frontends.pte.layouts import Fields, Irregular
-from xferlint.frontends.pte.schema import generated
+from xferlint.frontends.pte import tables
+from xferlint.frontends.pte.schema import generated, pinned
 
 MAX_RANK = 64  # ExecuTorch's runtime allows 16; anything far above is corruption
 
@@ -156,15 +157,25 @@ class PteProgram(NamedTuple):
 
 
 class _Decoder:
-    """Walks the flatbuffer with the generated classes, charging every vector read."""
+    """Walks the flatbuffer's tables, charging every vector read: with the struct stand-ins
+    of `tables.py` where the installed schema is the pinned one (`schema.pinned()`), else
+    with the generated classes."""
 
     def __init__(self, container: Container, fast: bool = True) -> None:
-        self.fb = generated()
         self.buf = container.data[: container.program_size]
         self.container = container
         self.budget = 2 * len(self.buf) + 4096
         self.where = "program"
+        self.pinned = fast and pinned()  # the fast path needs no comparing with the generated reader
         self.fast: Optional[_FastTables] = _FastTables(self) if fast else None
+        self._fb: Any = None
+
+    @property
+    def fb(self) -> Any:
+        """The generated reader classes, loaded when first needed (never, when pinned)."""
+        if self._fb is None:
+            self._fb = generated()
+        return self._fb
 
     # -- guards ---------------------------------------------------------------------
     def count(self, n: int, size: int, what: str) -> int:
@@ -188,14 +199,14 @@ class _Decoder:
 
     # -- program --------------------------------------------------------------------
     def program(self) -> PteProgram:
-        root = self.fb.Program.Program.GetRootAs(self.buf, 0)
+        root = (tables if self.pinned else self.fb.Program).Program.GetRootAs(self.buf, 0)
         version = root.Version()
         n_plans = self.count(root.ExecutionPlanLength(), 4, "execution_plan")
         plans = []
         for i in range(n_plans):
             self.where = f"execution_plan[{i}]"
             plan = root.ExecutionPlan(i)
-            if self.fast is not None and not self.fast.agrees(plan):
+            if self.fast is not None and not self.pinned and not self.fast.agrees(plan):
                 self.fast = None  # the generated accessors disagree: read everything with them
             plans.append(self.plan(plan, i))
         seen: dict[str, int] = {}
@@ -451,11 +462,14 @@ class _Decoder:
 # arguments. For the two hot vectors (an execution plan's values, a chain's instructions)
 # the fields are read with precompiled structs at the vtable slots of the schema
 # (`program.fbs`: the n-th field of a table sits at vtable offset 4 + 2n), and whole
-# argument / size vectors in one unpack. `agrees()` compares the result with the generated
-# accessors on the first values, delegates and instructions of a plan; if they ever differ
-# (a schema change), the generated accessors read everything. The schema is that of the
-# ExecuTorch installed, the same for every file, so each of the three kinds is compared
-# once per process, on the first plan that has some (`self_checked()` says which are).
+# argument / size vectors in one unpack. Where the installed schema is not the pinned one
+# (`schema.pinned()`), `agrees()` compares the result with the generated accessors on the
+# first values, delegates and instructions of a plan; if they ever differ (a schema
+# change), the generated accessors read everything. The schema is that of the ExecuTorch
+# installed, the same for every file, so each of the three kinds is compared once per
+# process, on the first plan that has some (`self_checked()` says which are); on the
+# pinned schema, the one the fast path was compared on, nothing is compared at run time
+# (the tests compare it with the generated accessors).
 
 _U8, _I8, _U16 = struct.Struct("<B"), struct.Struct("<b"), struct.Struct("<H")
 _I32, _U32, _I64, _F64 = struct.Struct("<i"), struct.Struct("<I"), struct.Struct("<q"), struct.Struct("<d")
@@ -588,7 +602,7 @@ class _FastTables:
         `generated()` reads each vector's first _AGREE_SAMPLE entries and every length
         (reading whole vectors through the generated accessors cost ~10 us per entry:
         2 s on a plan with 100,000 inputs)."""
-        if kind not in _AGREED:
+        if kind not in _AGREED and not self.d.pinned:
             budget = self.d.budget
             _COMPARISONS[0] += 1
             sample = tuple(f[:_AGREE_SAMPLE] for f in fast), tuple(len(f) for f in fast)
@@ -1279,7 +1293,8 @@ def read_program(data: bytes, fast: bool = True) -> PteProgram:
     """Decode and validate a whole `.pte` (raises PteFormatError, one line, on bad input).
 
     `fast=False` reads every field through the generated accessors (the reference the fast
-    path is checked against, in the tests and on every file's first values)."""
+    path is checked against: in the tests, and on another schema than the pinned one once per
+    process)."""
     container = parse_container(data)
     decoder = _Decoder(container, fast=fast)
     try:

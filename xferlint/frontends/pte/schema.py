@@ -9,6 +9,13 @@ directories but run no code; the generated package itself is imported for real a
 in `sys.modules`, so a later real import of `executorch.exir` (a `.py` entry point linted
 in the same process) reuses it. The stand-ins are removed right after.
 
+Where the installed schema is the one xferlint's reader follows (`pinned()`: ExecuTorch's
+`program.fbs` and `scalar_type.fbs`, by size and CRC-32), none of this is loaded: the fast
+reader and the struct stand-ins of `tables.py` read the program, and its self-check against
+the generated accessors is not run (the files it would check are the files it was checked
+against). Another schema (another ExecuTorch) loads the generated reader and compares as
+before.
+
 flatbuffers imports numpy when it can, only for its `...AsNumpy` accessors, which the
 reader does not use; the import costs more than the whole read, so numpy is hidden while
 flatbuffers and the generated modules load, unless it is already loaded.
@@ -23,13 +30,20 @@ import os
 import sys
 import threading
 import types
-from typing import Any
+import zlib
+from typing import Any, Optional
 
 from xferlint.errors import InputError
 
 GENERATED = "executorch.exir._serialize.generated.executorch_flatbuffer"
 _PARENTS = ("executorch.exir", "executorch.exir._serialize")
 _LOCK = threading.Lock()
+# The schema files the fast reader's vtable slots (program.py, tables.py, fixes/pte/patch.py)
+# were written for and compared on, field by field, with the generated accessors: those of
+# ExecuTorch 1.5.1. (file, size, CRC-32) each; a new ExecuTorch whose schema differs is
+# read with the generated reader's self-check until its files are compared and pinned here.
+PINNED = (("program.fbs", 18832, 0x938A7709), ("scalar_type.fbs", 794, 0x75A91093))
+_PINNED: list[Optional[bool]] = [None]  # pinned(), once per process
 
 
 def _executorch_dir() -> str:
@@ -42,6 +56,29 @@ def _executorch_dir() -> str:
         "reading .pte files needs ExecuTorch's generated flatbuffer schema "
         "(executorch/exir/_serialize/generated); install executorch (pip install executorch)"
     )
+
+
+def pinned() -> bool:
+    """Whether the installed ExecuTorch's schema is the one in PINNED (read once per process,
+    about 0.1 ms); False when ExecuTorch or its schema files are missing."""
+    if _PINNED[0] is None:
+        _PINNED[0] = _schema_is(PINNED)
+    return _PINNED[0]
+
+
+def _schema_is(expected: tuple) -> bool:
+    if not expected:
+        return False
+    try:
+        folder = os.path.join(_executorch_dir(), "exir", "_serialize")
+        for name, size, crc in expected:
+            with open(os.path.join(folder, name), "rb") as f:
+                data = f.read(size + 1)
+            if len(data) != size or zlib.crc32(data) != crc:
+                return False
+    except (InputError, OSError):
+        return False
+    return True
 
 
 def _stand_in(name: str, path: str) -> types.ModuleType:
