@@ -174,3 +174,36 @@ def test_a_command_leaves_nothing_of_its_programs_behind(project, pte_bytes):
     assert json.loads(done.stdout.strip().splitlines()[-1]) == {"left": [0, 0]}
     assert any(f["fixable"] for f in json.loads((project / "out-left.json").read_text())["findings"])
     assert (project / "fixed-left.pte").stat().st_size > 0
+
+
+_WITHOUT_EXECUTORCH = r"""
+import sys
+sys.modules["executorch"] = sys.modules["torch"] = None  # neither is installed
+from xferlint.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_pte_files_are_checked_and_fixed_without_executorch_installed(project, pte_bytes):
+    """A lint-only environment (`pip install xferlint`, the pre-commit hooks) has neither
+    torch nor ExecuTorch: `.pte` files are read with the pinned schema, and `check` and
+    `fix` give what they give beside ExecuTorch."""
+    fixable = project / "fixable-bare"
+    fixable.mkdir(exist_ok=True)
+    (fixable / "naive.pte").write_bytes(pte_bytes("addsin-noelide-naive"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("XFERLINT") and k != "UNPINNED"}
+    outputs = {}
+    for label, script in (("bare", _WITHOUT_EXECUTORCH), ("full", "import sys\nfrom xferlint.cli import main\n"
+                                                                   "sys.exit(main(sys.argv[1:]))\n")):
+        for argv in (["check", "models", "fixable-bare", "--format", "json", "--output", f"{label}.json"],
+                     ["fix", "fixable-bare/naive.pte", "-o", f"{label}-fixed.pte"]):
+            done = subprocess.run([sys.executable, "-c", script, *argv], capture_output=True, text=True,
+                                  cwd=project, env=env, timeout=300)
+            assert done.returncode in (0, 1), done.stderr[-2000:]
+            assert "Traceback" not in done.stderr and "install executorch" not in done.stderr, done.stderr
+        outputs[label] = ((project / f"{label}.json").read_text(), (project / f"{label}-fixed.pte").read_bytes())
+    report = json.loads(outputs["bare"][0])
+    assert report["summary"]["programs"] == 4 and not report["errors"]
+    assert any(f["fixable"] for f in report["findings"])
+    assert outputs["bare"][0].replace("bare", "full") == outputs["full"][0].replace("bare", "full")
+    assert outputs["bare"][1] == outputs["full"][1]

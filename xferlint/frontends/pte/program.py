@@ -19,6 +19,7 @@ from itertools import chain as _chain, compress
 from operator import add, itemgetter
 from typing import Any, Iterable, NamedTuple, Optional
 
+from xferlint.errors import InputError
 from xferlint.frontends.bounded import MAX_TEXT, safe_text
 from xferlint.frontends.pte.container import Container, PteFormatError, parse_container
 from xferlint.frontends.pte.footprints import FIXED, VAR, Footprint, Template
@@ -1299,7 +1300,7 @@ def read_program(data: bytes, fast: bool = True) -> PteProgram:
     decoder = _Decoder(container, fast=fast)
     try:
         return decoder.program()
-    except PteFormatError:
+    except (PteFormatError, InputError):  # a file's fault, or the generated reader missing
         raise
     except RecursionError:
         raise PteFormatError(f"corrupt flatbuffer: {decoder.where}: tables nest without end") from None
