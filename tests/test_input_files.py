@@ -35,3 +35,26 @@ def test_a_file_that_changes_while_read_is_one_error_saying_how(tmp_path, mode, 
     with pytest.raises(InputError) as raised:
         _read(path, change)
     assert str(raised.value) == f"model.pte: changed while it was read {message}"
+
+
+@pytest.mark.parametrize("patterns", [
+    None,  # the defaults
+    ("scratch/", "models/*.pte", "a[bc]?d", "[!a]*.py", "*"),
+    (),
+])
+def test_exclude_patterns_match_as_fnmatch_does(patterns):
+    """Discovery matches all its exclude patterns with one compiled regex; a name or a
+    relative path is excluded exactly when `fnmatchcase` matches one pattern (a trailing
+    `/` dropped for paths)."""
+    import fnmatch
+
+    from xferlint.frontends.discovery import DEFAULT_EXCLUDE, _excluded
+
+    patterns = DEFAULT_EXCLUDE if patterns is None else patterns
+    names = ["tests", "test_x.py", "x_test.py", ".git", "model.pte", "scratch", "abxd", "abcd", "b.py",
+             "venv", "pkg.egg-info", "conftest.py", "a.py", ""]
+    rels = ["scratch", "models/a.pte", "sub/tests", "sub/scratch", "models/deep/a.pte", "abcd"]
+    for name in names:
+        for rel in rels + [name]:
+            expected = any(fnmatch.fnmatchcase(name, p) or fnmatch.fnmatchcase(rel, p.rstrip("/")) for p in patterns)
+            assert _excluded(name, rel, patterns) == expected, (name, rel)

@@ -207,12 +207,25 @@ def _frozen(cls: type, names: set[str], slotted: bool) -> dict[str, Callable]:
 
 
 def _getstate(self) -> list:
-    return [getattr(self, f.name) for f in fields(self)]
+    return [getattr(self, name) for name in _field_names(type(self))]
 
 
 def _setstate(self, state: list) -> None:
-    for f, value in zip(fields(self), state):
-        object.__setattr__(self, f.name, value)  # frozen: plain assignment raises
+    setter = object.__setattr__  # frozen: plain assignment raises
+    for name, value in zip(_field_names(type(self)), state):
+        setter(self, name, value)
+
+
+_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(cls: type) -> tuple[str, ...]:
+    """The names of `cls`'s fields, once per class: the standard decorator's pickling state
+    calls `fields()` per object, and a worker's results are tens of thousands of them."""
+    names = _NAMES.get(cls)
+    if names is None:
+        names = _NAMES[cls] = tuple(f.name for f in fields(cls))
+    return names
 
 
 def _signature(cls: type) -> Any:
