@@ -74,16 +74,16 @@ def pinned() -> bool:
 def _schema_is(expected: tuple) -> bool:
     if not expected:
         return False
-    if importlib.util.find_spec("executorch") is None:
-        return True
     try:
+        if importlib.util.find_spec("executorch") is None:
+            return True
         folder = os.path.join(_executorch_dir(), "exir", "_serialize")
         for name, size, crc in expected:
             with open(os.path.join(folder, name), "rb") as f:
                 data = f.read(size + 1)
             if len(data) != size or zlib.crc32(data) != crc:
                 return False
-    except (InputError, OSError):
+    except (InputError, OSError, ImportError, ValueError):  # ValueError: a module in sys.modules without a spec
         return False
     return True
 
