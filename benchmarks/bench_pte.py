@@ -390,7 +390,7 @@ def print_table(results: dict, runs: int) -> None:
               f"{r['ratio_wall_median']:>11.1f}x{r['ratio_cpu_median']:>6.1f}x{fl['wall']['median_s']:>15.3f}s")
     imp = results["imports"]
     print(f"\nmodules the check imported: {imp['modules']}; torch: {imp['torch']}; "
-          f"executorch: {', '.join(imp['executorch'])}")
+          f"executorch: {', '.join(imp['executorch']) or 'none'}")
     ph = results["in_process"]["phases_median_s"]
     print("in-process, large.pte (imports excluded): " + ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in ph.items()))
     print("per rule: " + ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in results["in_process"]["rules_median_s"].items()))
