@@ -61,8 +61,9 @@ def _executorch_dir() -> str:
 def pinned() -> bool:
     """Whether `.pte` files are read with the pinned schema alone, without the generated
     reader: the installed ExecuTorch's schema is the one in PINNED (read once per process,
-    about 0.3 ms, most of it finding the package), or no ExecuTorch is installed at all (a lint-only environment: `pip
-    install xferlint`, the pre-commit hooks), where the pinned schema is the one at hand.
+    about 0.3 ms, most of it finding the package), or no ExecuTorch is installed at all (a
+    lint-only environment: `pip install xferlint`, the pre-commit hooks), where the pinned
+    schema is the one at hand.
     flatbuffers evolves a schema by adding fields, never by moving one, and a change that
     breaks readers changes the file identifier (`ET12`), which the container checks.
     False for an ExecuTorch with another schema, or one without its schema files."""
