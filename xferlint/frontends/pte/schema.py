@@ -46,8 +46,14 @@ PINNED = (("program.fbs", 18832, 0x938A7709), ("scalar_type.fbs", 794, 0x75A9109
 _PINNED: list[Optional[bool]] = [None]  # pinned(), once per process
 
 
-def _executorch_dir() -> str:
-    spec = importlib.util.find_spec("executorch")  # a namespace package: runs no code
+_FIND = object()  # `_executorch_dir`'s default: look the package up
+
+
+def _executorch_dir(spec: Any = _FIND) -> str:
+    """The installed `executorch` package folder that holds the generated schema; `spec`:
+    its module spec when the caller looked it up already (a lookup scans `sys.path`)."""
+    if spec is _FIND:
+        spec = importlib.util.find_spec("executorch")  # a namespace package: runs no code
     locations = list(getattr(spec, "submodule_search_locations", None) or []) if spec else []
     for location in locations:
         if os.path.isdir(os.path.join(location, "exir", "_serialize", "generated")):
@@ -61,7 +67,7 @@ def _executorch_dir() -> str:
 def pinned() -> bool:
     """Whether `.pte` files are read with the pinned schema alone, without the generated
     reader: the installed ExecuTorch's schema is the one in PINNED (read once per process,
-    about 0.3 ms, most of it finding the package), or no ExecuTorch is installed at all (a
+    about 0.2 ms, most of it finding the package), or no ExecuTorch is installed at all (a
     lint-only environment: `pip install xferlint`, the pre-commit hooks), where the pinned
     schema is the one at hand.
     flatbuffers evolves a schema by adding fields, never by moving one, and a change that
@@ -76,9 +82,10 @@ def _schema_is(expected: tuple) -> bool:
     if not expected:
         return False
     try:
-        if importlib.util.find_spec("executorch") is None:
+        spec = importlib.util.find_spec("executorch")
+        if spec is None:
             return True
-        folder = os.path.join(_executorch_dir(), "exir", "_serialize")
+        folder = os.path.join(_executorch_dir(spec), "exir", "_serialize")
         for name, size, crc in expected:
             with open(os.path.join(folder, name), "rb") as f:
                 data = f.read(size + 1)
