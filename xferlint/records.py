@@ -207,21 +207,22 @@ def _frozen(cls: type, names: set[str], slotted: bool) -> dict[str, Callable]:
 
 
 def _getstate(self) -> list:
-    return [getattr(self, name) for name in _field_names(type(self))]
+    return [getattr(self, name) for name in field_names(type(self))]
 
 
 def _setstate(self, state: list) -> None:
     setter = object.__setattr__  # frozen: plain assignment raises
-    for name, value in zip(_field_names(type(self)), state):
+    for name, value in zip(field_names(type(self)), state):
         setter(self, name, value)
 
 
 _NAMES: dict[type, tuple[str, ...]] = {}
 
 
-def _field_names(cls: type) -> tuple[str, ...]:
-    """The names of `cls`'s fields, once per class: the standard decorator's pickling state
-    calls `fields()` per object, and a worker's results are tens of thousands of them."""
+def field_names(cls: type) -> tuple[str, ...]:
+    """The names of dataclass `cls`'s fields, in order, looked up once per class: the
+    standard decorator's pickling state calls `fields()` per object (a worker's results are
+    tens of thousands of them), and the JSON writers ask per class too."""
     names = _NAMES.get(cls)
     if names is None:
         names = _NAMES[cls] = tuple(f.name for f in fields(cls))

@@ -22,6 +22,8 @@ import types
 import typing
 from typing import Any, Literal, Optional, Union
 
+from xferlint.records import field_names
+
 BOUNDARY = dict(frozen=True, slots=True, kw_only=True)  # the dataclass options of boundary classes
 
 
@@ -41,7 +43,7 @@ def to_jsonable(obj: Any) -> Any:
         return obj
     names = _FIELD_NAMES.get(cls, ())
     if names == ():
-        names = tuple(f.name for f in _fields(cls)) if dataclasses.is_dataclass(cls) else None
+        names = field_names(cls) if dataclasses.is_dataclass(cls) else None
         _FIELD_NAMES[cls] = names
     if names is not None:
         return {name: to_jsonable(getattr(obj, name)) for name in names}
@@ -106,7 +108,7 @@ def _writer(cls: type, pad: str) -> Any:
         return None
     writer = by_pad.get(pad)
     if writer is None:
-        writer = by_pad[pad] = _compile_writer(tuple(f.name for f in _fields(cls)), pad)
+        writer = by_pad[pad] = _compile_writer(field_names(cls), pad)
     return writer
 
 
