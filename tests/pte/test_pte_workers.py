@@ -1,6 +1,7 @@
 """A plain check's program files spread over worker processes (xferlint/workers/files.py):
 the report is the same byte for byte whatever `-j`, per-file ignores and the fix trial
-included; a worker that dies leaves its files to the parent; small runs stay in process."""
+included; the workers take every file once, from one queue, largest first; a worker that
+dies leaves its files to the parent; small runs stay in process."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import xferlint.workers.pool as pool
 from xferlint.cli import main
 from xferlint.frontends.entrypoints import EntryPoint
 from xferlint.testing import synthetic_pte
-from xferlint.workers.files import MIN_FILES, chunks
+from xferlint.workers.files import MIN_FILES, Claims, workers_for
 
 # real lowered programs: copies to remove (fixable), memory plans that refuse a fix, two
 # devices, control flow, two methods; and synthetic ones of a few hundred instructions
@@ -43,7 +44,7 @@ def _check(path: str, out: str, *args: str) -> str:
 
 @pytest.fixture
 def spreads(monkeypatch):
-    """How many runs of files each run_tasks call got (the spreading really happened)."""
+    """How many workers each run_tasks call started (the spreading really happened)."""
     seen: list[int] = []
     real = pool.run_tasks
 
@@ -87,9 +88,36 @@ def _ignored(finding: dict) -> bool:
 
 def test_a_worker_that_dies_leaves_its_files_to_the_parent(programs, tmp_path, monkeypatch, spreads):
     one = _check(programs, str(tmp_path / "one"), "-j", "1", "--format", "json")
-    monkeypatch.setattr(check_module, "run_task", lambda *args: (lambda: os._exit(3)))
+    monkeypatch.setattr(check_module, "claim_task", lambda *args: (lambda: os._exit(3)))
     two = _check(programs, str(tmp_path / "two"), "-j", "2", "--format", "json")
     assert spreads == [2]
+    assert one == two
+
+
+def test_a_worker_that_dies_after_taking_files_leaves_them_to_the_parent(programs, tmp_path, monkeypatch, spreads):
+    """One worker takes a batch of files from the queue and dies with them unreported: the
+    other worker and the parent check the rest, and the parent those it took."""
+    one = _check(programs, str(tmp_path / "one"), "-j", "1", "--format", "json")
+    real = check_module.claim_task
+    record = tmp_path / "taken"
+
+    def dying_once(here, claims, *args):
+        task = real(here, claims, *args)
+
+        def run():
+            try:  # the first child to get here takes a batch and dies with it
+                with open(record, "x") as handle:
+                    handle.write(json.dumps(claims.take()))
+            except FileExistsError:
+                return task()
+            os._exit(3)
+
+        return run
+
+    monkeypatch.setattr(check_module, "claim_task", dying_once)
+    two = _check(programs, str(tmp_path / "two"), "-j", "2", "--format", "json")
+    assert spreads == [2]
+    assert json.loads(record.read_text())  # it took files
     assert one == two
 
 
@@ -110,22 +138,52 @@ def _slots(sizes: list[int], tmp_path) -> list:
     return out
 
 
-def test_runs_are_consecutive_and_about_equal_in_bytes(tmp_path):
-    def run_bytes(runs):
-        return [sum(os.path.getsize(slot.file) for _, slot in run) for run in runs]
+def _taken(claims: Claims) -> list[list[int]]:
+    try:
+        return list(iter(claims.take, []))
+    finally:
+        claims.close()
 
-    even = _slots([1000] * 12, tmp_path)
-    assert run_bytes(chunks(even, 2)) == [6000, 6000] and run_bytes(chunks(even, 3)) == [4000] * 3
-    slots = _slots([1000] * 6 + [6000] + [1000] * 5, tmp_path)
-    runs = chunks(slots, 2)
-    assert [item for run in runs for item in run] == slots  # every file once, in order
-    assert run_bytes(runs) == [6000, 11000]  # the large file goes where its middle byte falls
-    assert len(chunks(slots, 5)) == 5
+
+def test_the_queue_gives_every_file_once_largest_first(tmp_path):
+    slots = _slots([1000] * 6 + [6000] + [1000] * 4 + [3000], tmp_path)
+    batches = _taken(Claims(slots))
+    assert batches == [[6], [11], [0], [1], [2], [3], [4], [5], [7], [8], [9], [10]]  # ties in input order
+
+
+def test_a_long_queue_is_taken_in_batches_that_fit_one_pipe_page(tmp_path, monkeypatch):
+    monkeypatch.setattr(Claims, "TOKENS", 4)
+    slots = _slots([100] * 10, tmp_path)
+    batches = _taken(Claims(slots))
+    assert batches == [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9]]
+    assert Claims.TOKENS * 4 <= 4096  # the real limit: the tokens fit the smallest pipe buffer
+
+
+def test_workers_take_from_one_queue_each_batch_once(tmp_path):
+    """Two processes reading the queue at once: every batch is taken by exactly one."""
+    slots = _slots([100] * 400, tmp_path)
+    claims = Claims(slots)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        os.close(read)
+        mine = [k for batch in iter(claims.take, []) for k in batch]
+        os.write(write, json.dumps(mine).encode())
+        os._exit(0)
+    os.close(write)
+    here = [k for batch in iter(claims.take, []) for k in batch]
+    os.waitpid(pid, 0)
+    with os.fdopen(read) as handle:
+        there = json.loads(handle.read())
+    claims.close()
+    assert sorted(here + there) == list(range(400))
 
 
 def test_small_runs_and_a_file_named_twice_stay_here(tmp_path):
     few = _slots([100] * (MIN_FILES - 1), tmp_path)
-    assert chunks(few, 2) is None
-    assert chunks(_slots([100] * MIN_FILES, tmp_path), 2) is not None
-    assert chunks(_slots([100] * MIN_FILES, tmp_path), 1) is None
-    assert chunks(few + few[:1], 2) is None
+    assert workers_for(few, 2) == 0
+    assert workers_for(_slots([100] * MIN_FILES, tmp_path), 2) == 2
+    assert workers_for(_slots([100] * MIN_FILES, tmp_path), 1) == 0
+    assert workers_for(few + few[:1], 2) == 0
+    assert workers_for(_slots([100] * 3, tmp_path), 8) == 0  # few and small
+    assert workers_for(_slots([1 << 20] * 3, tmp_path), 8) == 3  # few but large: one worker each at most

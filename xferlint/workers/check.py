@@ -32,7 +32,7 @@ from xferlint.progress import Progress
 from xferlint.records import dataclass
 from xferlint.rules.base import Rule
 from xferlint.suppression_record import Record
-from xferlint.workers.files import SettleOptions, chunks, run_task, warm_up
+from xferlint.workers.files import Claims, SettleOptions, claim_task, warm_up, workers_for
 
 if TYPE_CHECKING:
     from xferlint.workers.payloads import Partial
@@ -92,12 +92,12 @@ def check_paths(paths: Iterable[str], rules: Sequence[Rule], *, strict: bool = F
     remote = [i for i, s in enumerate(slots) if isinstance(s, EntryPoint) and not s.is_program_file]
     with Progress(len(slots), quiet=quiet) as progress:
         here = [(i, s) for i, s in enumerate(slots) if isinstance(s, EntryPoint) and s.is_program_file]
-        runs = chunks(here, jobs or default_jobs()) if settle is not None else None
+        spread = workers_for(here, jobs or default_jobs()) if settle is not None else 0
         with collector_paused():  # program files run no user code: the run's heap only grows
-            if runs is not None:
+            if spread:
                 warm_up(here, timelines)  # what every child would otherwise import on its own
-                here = _program_files_in_workers(runs, parts, rules, strict, source_map, timelines, template, settle,
-                                                 progress)
+                here = _program_files_in_workers(here, spread, parts, rules, strict, source_map, timelines, template,
+                                                 settle, progress)
             for done, (i, slot) in enumerate(here):
                 progress.update(done, [slot.label], action="checking")
                 parts[i] = _part(timelines, template)
@@ -146,31 +146,36 @@ def _absorb(run: CheckRun, part: CheckRun) -> None:
         run.timelines.extend(part.timelines)
 
 
-def _program_files_in_workers(runs: list, parts: list, rules: Sequence[Rule], strict: bool,
+def _program_files_in_workers(here: list, count: int, parts: list, rules: Sequence[Rule], strict: bool,
                               source_map: Optional[dict], timelines: bool, template: Record,
                               settle: SettleOptions, progress: Progress) -> list:
-    """Check each run of program files in a worker (xferlint.workers.files) into `parts`;
-    returns the files of runs whose worker failed, for this process to check."""
+    """Check the program files `here` in `count` workers that take them from one queue
+    (xferlint.workers.files) into `parts`; returns the files no worker reported (its worker
+    failed), for this process to check."""
     from xferlint.workers.pool import Done, Task, run_tasks
 
     def check(part: CheckRun, slot: EntryPoint) -> None:
         check_entry(part, slot, rules, strict, source_map)
 
-    tasks = [Task(f"{run[0][1].label} (+{len(run) - 1} more)",
-                  run_task(run, check, lambda: _part(timelines, template), rules, strict, settle)) for run in runs]
-    total = sum(len(run) for run in runs)
-    outcomes = run_tasks(tasks, len(tasks), None,
-                         on_change=(lambda n, running: progress.update(n * total // len(runs), running,
-                                                                       action="checking"))
-                         if progress.enabled else None)
-    left = []
-    for run, outcome in zip(runs, outcomes):
+    claims = Claims(here)
+    try:
+        task = claim_task(here, claims, check, lambda: _part(timelines, template), rules, strict, settle)
+        label = f"{len(here)} program files in {count} workers"  # one line for them all
+        outcomes = run_tasks([Task(label, task) for _ in range(count)], count, None,
+                             on_change=(lambda n, running: progress.update(n * len(here) // count, running[:1],
+                                                                           action="checking"))
+                             if progress.enabled else None)
+    finally:
+        claims.close()
+    reported = [False] * len(here)
+    for outcome in outcomes:
         if not isinstance(outcome, Done):
-            left.extend(run)
             continue
-        for (i, slot), got in zip(run, outcome.payload):
+        for k, got in outcome.payload:
+            i, slot = here[k]
             parts[i] = _merged_part(slot, outcome, timelines, template, got=got, settled=True)
-    return left
+            reported[k] = True
+    return [item for item, done in zip(here, reported) if not done]
 
 
 def _merged_part(entry: EntryPoint, outcome: Union[Done, Failed], timelines: bool, template: Record,

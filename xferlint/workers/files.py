@@ -3,26 +3,31 @@
 A `.pte` or `.pt2` runs no user code, so it needs no worker of its own (checked in the
 parent, it cannot take the run down); a directory of a thousand of them, or a few large
 ones, is still a thousand independent checks that one core runs one after another. Here
-they are cut into `jobs` runs of consecutive files, about equal in bytes, and each run is
-checked in a forked child: load -> analyze -> rules, the per-file ignores, and the fix
-trial that settles which findings are fixable (`fixes.driver.settle_fixability`,
-decisions only), as the parent would run them. Each file comes back as a `Partial` (its
-settled findings, transfer summary, noqa record, and its programs without their
-methods), and the parent merges them in input order, so the report is the same byte for
-byte whatever `jobs`.
+they are checked by `jobs` forked children that take the files from one shared queue
+(`Claims`), the largest first, each taking the next as soon as it is done with one: what a
+file costs is not known before it is checked (its size is a poor guide: a `.pte` of
+weights is large and quick, a fix trial is slow), so no split made in advance keeps every
+core busy to the end. A child checks each file it takes as the parent would: load ->
+analyze -> rules, the per-file ignores, and the fix trial that settles which findings are
+fixable (`fixes.driver.settle_fixability`, decisions only). Each file comes back as a
+`Partial` (its settled findings, transfer summary, noqa record, and its programs without
+their methods) with its place among the inputs, and the parent merges them in input order,
+so the report is the same byte for byte whatever `jobs` and whichever child took a file.
 
 Only a plain check asks for this (`settle` given): `--fix` and `--diff` need each file's
 native program in the parent, a baseline or `--add-noqa` may replace findings and so
 re-summarise a program's methods; they get the in-process path. A run whose files are too few
 or too small to pay for a fork (about a millisecond, plus sending the views back) stays in
 process too, and so does a run that names a file twice (settling one copy changes the
-findings of the other). A child that fails for any reason (killed, out of memory) leaves
-its files to be checked here, one after another, as without workers.
+findings of the other). A child that fails for any reason (killed, out of memory) sends
+nothing back: every file no child reported is checked here, one after another, as without
+workers.
 """
 
 from __future__ import annotations
 
 import os
+import struct
 from dataclasses import replace
 from typing import Callable, Optional, Sequence
 
@@ -51,23 +56,53 @@ class SettleOptions:
 Slot = tuple[int, EntryPoint]  # (position among the run's inputs, the file)
 
 
-def chunks(here: Sequence[Slot], jobs: int) -> Optional[list[list[Slot]]]:
-    """`here` cut into `jobs` runs of consecutive files about equal in bytes; None when the
-    files are better checked in this process (see the module docstring)."""
+def workers_for(here: Sequence[Slot], jobs: int) -> int:
+    """How many children should check the files `here`: 0 when they are better checked in
+    this process (see the module docstring)."""
     if jobs < 2 or len(here) < 2 or len({slot.label for _, slot in here}) != len(here):
-        return None
-    sizes = [_size(slot.file) for _, slot in here]
-    total = sum(sizes)
-    if len(here) < MIN_FILES and total < MIN_BYTES:
-        return None
-    count = min(jobs, len(here))
-    runs: list[list[Slot]] = [[] for _ in range(count)]
-    seen = 0
-    for item, size in zip(here, sizes):
-        # the run this file's middle byte falls in: equal shares of bytes, in order
-        runs[min(count - 1, (seen + size // 2) * count // max(total, 1))].append(item)
-        seen += size
-    return [r for r in runs if r]
+        return 0
+    if len(here) < MIN_FILES and sum(_size(slot.file) for _, slot in here) < MIN_BYTES:
+        return 0
+    return min(jobs, len(here))
+
+
+class Claims:
+    """The queue the children take files from: a pipe holding one 4-byte token per batch of
+    files, written whole and its write end closed before any child is forked, so a read
+    that finds it empty is the end. A read of 4 bytes is atomic, so every batch goes to
+    exactly one child. The batches follow the files by size, largest first (a long check
+    started last would leave the other cores idle at the end); at most `TOKENS` of them, so
+    the tokens fit in the smallest pipe buffer (one page) and writing them never blocks."""
+
+    TOKENS = 1024
+    _TOKEN = struct.Struct("<I")
+
+    __slots__ = ("order", "batch", "fd")
+
+    def __init__(self, here: Sequence[Slot]) -> None:
+        sizes = [_size(slot.file) for _, slot in here]
+        self.order = sorted(range(len(here)), key=lambda k: (-sizes[k], k))
+        self.batch = -(-len(here) // self.TOKENS)  # files per token, rounded up
+        tokens = b"".join(self._TOKEN.pack(start) for start in range(0, len(here), self.batch))
+        read, write = os.pipe()
+        try:
+            os.write(write, tokens)  # at most 4096 bytes: one atomic write into an empty pipe
+        finally:
+            os.close(write)
+        self.fd = read
+
+    def take(self) -> list[int]:
+        """The positions (in `here`) of the next batch of files; [] when none is left."""
+        token = os.read(self.fd, 4)
+        if len(token) < 4:
+            return []
+        start = self._TOKEN.unpack(token)[0]
+        return self.order[start:start + self.batch]
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
 
 
 def _hollow(view: ProgramView) -> ProgramView:
@@ -106,28 +141,37 @@ def _size(path: Optional[str]) -> int:
         return 0  # the check reports it
 
 
-def run_task(run: Sequence[Slot], check: Callable[[CheckRun, EntryPoint], None], new_part: Callable[[], CheckRun],
-             rules: Sequence[Rule], strict: bool, settle: SettleOptions):
-    """The task a child runs for one run of files: each checked into its own part, its
-    fixability settled, sent back as a Partial."""
-    from xferlint.workers.payloads import Partial  # here, in the parent: every forked worker has it
+def claim_task(here: Sequence[Slot], claims: Claims, check: Callable[[CheckRun, EntryPoint], None],
+               new_part: Callable[[], CheckRun], rules: Sequence[Rule], strict: bool, settle: SettleOptions):
+    """The task each child runs: take files from `claims` until none is left, check each
+    into its own part, settle its fixability; send back (position in `here`, Partial) for
+    every file it took."""
+    import xferlint.workers.payloads  # noqa: F401 - here, in the parent: every forked worker has it
 
-    def task() -> list[Partial]:
-        from xferlint.fixes.driver import settle_fixability
-        from xferlint.per_file_ignores import apply as apply_per_file_ignores
+    def task() -> list:
         from xferlint.pipeline import collector_paused
 
         out = []
         with collector_paused():  # as in the parent: program files make no reference cycles
-            for _, slot in run:
-                part = new_part()
-                check(part, slot)
-                apply_per_file_ignores(part, *settle.ignores)
-                settle_fixability(part, rules, unsafe_fixes=settle.unsafe_fixes, strict=strict, keep_results=False)
-                out.append(Partial(errors=part.errors, views=[_hollow(loaded.view) for loaded in part.loaded],
-                                   findings=part.findings, transfers=part.transfers, timelines=part.timelines,
-                                   fixes=[None] * len(part.loaded), classes=[frozenset()] * len(part.loaded),
-                                   record=part.record))
+            for batch in iter(claims.take, []):
+                for k in batch:
+                    out.append((k, _checked(here[k][1], check, new_part, rules, strict, settle)))
         return out
 
     return task
+
+
+def _checked(slot: EntryPoint, check: Callable[[CheckRun, EntryPoint], None], new_part: Callable[[], CheckRun],
+             rules: Sequence[Rule], strict: bool, settle: SettleOptions):
+    """One file checked in a child, its fixability settled, as the Partial it sends back."""
+    from xferlint.fixes.driver import settle_fixability
+    from xferlint.per_file_ignores import apply as apply_per_file_ignores
+    from xferlint.workers.payloads import Partial
+
+    part = new_part()
+    check(part, slot)
+    apply_per_file_ignores(part, *settle.ignores)
+    settle_fixability(part, rules, unsafe_fixes=settle.unsafe_fixes, strict=strict, keep_results=False)
+    return Partial(errors=part.errors, views=[_hollow(loaded.view) for loaded in part.loaded], findings=part.findings,
+                   transfers=part.transfers, timelines=part.timelines, fixes=[None] * len(part.loaded),
+                   classes=[frozenset()] * len(part.loaded), record=part.record)
