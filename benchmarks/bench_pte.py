@@ -10,7 +10,11 @@ committed):
 - dir100/: 100 random device programs (tests/randmodels.py seeds; elision on, off, and
   off with dead copies left behind, in turn);
 - dir1000/: the same 100 programs ten times over (p000.pte ... p999.pte): 1,000 files, for
-  the per-file costs.
+  the per-file costs;
+- skewed/: dir1000's files after ten 1.9 MB programs of one delegate with 10,000 arguments
+  (`xferlint.testing.synthetic_pte.wide_delegate`), which cost a tenth as much per byte: a
+  directory where equal bytes are not equal work, for how the files are spread over the
+  worker processes.
 
 They are linted the way a user runs xferlint: the console script (`.venv/bin/xferlint check
 PATH --format json`), from a project directory outside this repository
@@ -173,16 +177,19 @@ def _env() -> dict[str, str]:
 ENV = _env()
 
 
-def project(large: Path, directory: Path) -> Path:
+def project(large: Path, directory: Path, wide: Path) -> Path:
     """The user's project: pyproject.toml with [tool.xferlint], its own git work tree,
-    large.pte, dir100/ and dir1000/ (the 100 programs ten times over)."""
+    large.pte, dir100/, dir1000/ (the 100 programs ten times over) and skewed/ (ten `wide`
+    programs, then dir1000's files)."""
     import tempfile
 
     root = Path(tempfile.gettempdir()) / "xferlint-bench-pte"
     sources = sorted(directory.glob("*.pte"))
     wanted = {root / "large.pte": large}
     wanted.update({root / "dir100" / f"p{i:03d}.pte": src for i, src in enumerate(sources)})
-    wanted.update({root / "dir1000" / f"p{i:03d}.pte": sources[i % len(sources)] for i in range(10 * len(sources))})
+    for folder in ("dir1000", "skewed"):
+        wanted.update({root / folder / f"p{i:03d}.pte": sources[i % len(sources)] for i in range(10 * len(sources))})
+    wanted.update({root / "skewed" / f"a-wide{i}.pte": wide for i in range(10)})
     for dest, src in wanted.items():
         if not dest.exists() or dest.stat().st_size != src.stat().st_size:
             dest.parent.mkdir(parents=True, exist_ok=True)
@@ -328,8 +335,8 @@ def main() -> None:
     parser.add_argument("--jobs", "-j", type=int, default=None,
                         help="pass -j N to xferlint (default: its own, the cores available; -j 1 checks a "
                              "directory's files one after another, more spreads them over worker processes)")
-    parser.add_argument("--cases", default="large.pte,dir100/,dir1000/",
-                        help="comma-separated subset of large.pte, dir100/, dir1000/")
+    parser.add_argument("--cases", default="large.pte,dir100/,dir1000/,skewed/",
+                        help="comma-separated subset of large.pte, dir100/, dir1000/, skewed/")
     args = parser.parse_args()
     runs = args.runs or (3 if args.quick else 9)
     layers = 40 if args.quick else 170
@@ -340,6 +347,11 @@ def main() -> None:
         build_large(layers, large)
     if args.rebuild or len(list(directory.glob("*.pte"))) < 100:
         build_dir(directory, 100)
+    wide = OUT / "wide10000.pte"
+    if args.rebuild or not wide.exists():
+        from xferlint.testing import synthetic_pte
+
+        wide.write_bytes(synthetic_pte.wide_delegate(10_000))
     if args.fuzz:
         sources = [large] + sorted(directory.glob("*.pte"))[:20]
         result = fuzz(sources, args.fuzz, args.seed)
@@ -347,10 +359,11 @@ def main() -> None:
         (HERE / "out" / "bench_pte_fuzz.json").write_text(json.dumps(result, indent=2) + "\n")
         return
 
-    root = project(large, directory)
+    root = project(large, directory, wide)
     wanted = {c.strip() for c in args.cases.split(",")}
     cases = [case for case in (("large.pte", "large.pte", runs), ("dir100/", "dir100", runs),
-                               ("dir1000/", "dir1000", max(3, runs // 3))) if case[0] in wanted]
+                               ("dir1000/", "dir1000", max(3, runs // 3)),
+                               ("skewed/", "skewed", max(3, runs // 3))) if case[0] in wanted]
     floor = [PYTHON, "-c", "pass"]
     results = {
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
