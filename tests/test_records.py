@@ -130,6 +130,29 @@ def test_pickles():
     assert back == obj and back.note == "n"
 
 
+One = records.dataclass(frozen=True, slots=True)(type("One", (), {"__annotations__": {"value": int}}))
+Nothing = records.dataclass(frozen=True, slots=True)(type("Nothing", (), {}))
+
+
+@pytest.mark.parametrize("protocol", [0, 2, pickle.HIGHEST_PROTOCOL])
+def test_frozen_slotted_instances_pickle_and_copy_whole(protocol):
+    """Every field comes back (nested records, one field, none), by pickle and by copy, and
+    the copies stay frozen."""
+    import copy
+
+    sys.modules[__name__].Pickled = Pickled
+    objects = [Pickled(x=One(7), y=2.0, tags=[Nothing(), One(8)], note="n"), One(3), Nothing()]
+    for obj in objects:
+        for back in (pickle.loads(pickle.dumps(obj, protocol=protocol)), copy.copy(obj), copy.deepcopy(obj)):
+            assert type(back) is type(obj) and back == obj
+            assert [getattr(back, f.name) for f in dataclasses.fields(back)] == \
+                [getattr(obj, f.name) for f in dataclasses.fields(obj)]
+            with pytest.raises(FrozenInstanceError):
+                back.value = 1
+    deep = copy.deepcopy(objects[0])
+    assert deep.tags == objects[0].tags and deep.tags is not objects[0].tags
+
+
 def test_init_compiled_with_the_first_instance():
     _, ours = _both(_point, frozen=True)
     assert str(inspect.signature(ours)) == "(*args, **kwargs)"
