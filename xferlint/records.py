@@ -99,7 +99,7 @@ def _make(cls: type, init: bool, repr: bool, eq: bool, order: bool, frozen: bool
             if isinstance(method, partial):
                 method = (method(made, name) if eager and name == "__init__"
                           else _on_first_call(made, name, method))
-            if callable(method):
+            if callable(method) and method not in _SHARED:  # each class's own function: named for it
                 method.__qualname__ = f"{made.__qualname__}.{name}"
             setattr(made, name, method)
     setattr(made, _OURS, True)
@@ -263,6 +263,7 @@ def _builder(cls: type) -> Callable[[tuple], Any]:
     return _compiled(cls, "_rebuild", "values", [*body, "return obj"], env)
 
 
+_SHARED = (_getstate, _setstate, _reduce)  # one function for every class: keeps its own name
 _VALUES: dict[type, Callable[[Any], tuple]] = {}  # per class: its field values as a tuple
 _BUILDERS: dict[type, Callable[[tuple], Any]] = {}  # per class: `_rebuild`'s compiled body
 
