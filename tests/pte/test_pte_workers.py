@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 
 import pytest
 
@@ -119,6 +120,54 @@ def test_a_worker_that_dies_after_taking_files_leaves_them_to_the_parent(program
     assert spreads == [2]
     assert json.loads(record.read_text())  # it took files
     assert one == two
+
+
+class _Recorded:
+    """A Progress that is always shown and records what it was told."""
+
+    enabled = True
+
+    def __init__(self, total, **_):
+        self.total, self.updates = total, []
+        _Recorded.last = self
+
+    def update(self, done, running=(), action="lowering"):
+        self.updates.append((done, list(running), action))
+
+    def clear(self):
+        pass
+
+    def close(self):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def test_progress_counts_the_files_as_the_workers_take_them(programs, tmp_path, monkeypatch, spreads):
+    """The workers' results come back when each ends; the progress line counts the files
+    they have taken meanwhile (less the batch each may still be checking) and names the
+    newest, and never counts more than are done."""
+    monkeypatch.setattr(check_module, "Progress", _Recorded)
+    slow = check_module.check_entry
+
+    def slowly(part, slot, *args):  # long enough for the parent to look at the queue in between
+        time.sleep(0.15)
+        return slow(part, slot, *args)
+
+    monkeypatch.setattr(check_module, "check_entry", slowly)
+    _check(programs, str(tmp_path / "out"), "-j", "2", "--format", "json")
+    assert spreads == [2]
+    updates = _Recorded.last.updates
+    files = len(os.listdir(programs))
+    named = [(done, running[0]) for done, running, action in updates if running and action == "checking"]
+    assert named and all(name.endswith(".pte") and os.path.dirname(name) == programs for _, name in named)
+    counts = [done for done, _, _ in updates]
+    assert counts == sorted(counts) and counts[-1] == files  # never back, all at the end
+    assert any(0 < done < files for done in counts)  # files counted before the workers ended
 
 
 def test_fix_and_baseline_runs_keep_the_files_here(programs, tmp_path, spreads):

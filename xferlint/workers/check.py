@@ -158,13 +158,22 @@ def _program_files_in_workers(here: list, count: int, parts: list, rules: Sequen
         check_entry(part, slot, rules, strict, source_map)
 
     claims = Claims(here)
+
+    def on_change(finished: int, running: list[str]) -> None:
+        """The files done, at least (each worker holds one batch at most), and the one
+        taken last: what the children report comes back only when each ends."""
+        taken = claims.taken() if finished < count else len(here)
+        if taken is None:  # the queue cannot say: whole workers, as they end
+            progress.update(finished * len(here) // count, running[:1], action="checking")
+            return
+        newest = [here[claims.order[taken - 1]][1].label] if taken and finished < count else []
+        progress.update(max(0, taken - (count - finished) * claims.batch), newest, action="checking")
+
     try:
         task = claim_task(here, claims, check, lambda: _part(timelines, template), rules, strict, settle)
-        label = f"{len(here)} program files in {count} workers"  # one line for them all
+        label = f"{len(here)} program files in {count} workers"
         outcomes = run_tasks([Task(label, task) for _ in range(count)], count, None,
-                             on_change=(lambda n, running: progress.update(n * len(here) // count, running[:1],
-                                                                           action="checking"))
-                             if progress.enabled else None)
+                             on_change=on_change if progress.enabled else None)
     finally:
         claims.close()
     reported = [False] * len(here)

@@ -77,13 +77,14 @@ class Claims:
     TOKENS = 1024
     _TOKEN = struct.Struct("<I")
 
-    __slots__ = ("order", "batch", "fd")
+    __slots__ = ("order", "batch", "tokens", "fd")
 
     def __init__(self, here: Sequence[Slot]) -> None:
         sizes = [_size(slot.file) for _, slot in here]
         self.order = sorted(range(len(here)), key=lambda k: (-sizes[k], k))
         self.batch = -(-len(here) // self.TOKENS)  # files per token, rounded up
         tokens = b"".join(self._TOKEN.pack(start) for start in range(0, len(here), self.batch))
+        self.tokens = len(tokens) // 4
         read, write = os.pipe()
         try:
             os.write(write, tokens)  # at most 4096 bytes: one atomic write into an empty pipe
@@ -98,6 +99,18 @@ class Claims:
             return []
         start = self._TOKEN.unpack(token)[0]
         return self.order[start:start + self.batch]
+
+    def taken(self) -> Optional[int]:
+        """How many files the children have taken so far (None where the pipe cannot say
+        how much is left in it); the last of them is `here[order[taken - 1]]`."""
+        try:
+            import fcntl
+            import termios
+
+            left = struct.unpack("i", fcntl.ioctl(self.fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+        except (ImportError, OSError, AttributeError, struct.error):
+            return None
+        return min(len(self.order), (self.tokens - left // 4) * self.batch)
 
     def close(self) -> None:
         if self.fd >= 0:
