@@ -5,7 +5,7 @@ import stat
 
 import pytest
 
-from xferlint.fsutil import write_atomic
+from xferlint.fsutil import encoded_pieces, text_pieces, write_atomic, write_atomic_text
 
 
 def test_replaces_a_regular_file_whole_and_keeps_its_mode(tmp_path):
@@ -103,3 +103,39 @@ def test_sigterm_while_writing_removes_the_temporary_file(tmp_path):
     assert done.returncode == 128 + 15, done.stderr
     assert done.stderr.strip().splitlines()[-1] == "error: terminated"
     assert list(tmp_path.iterdir()) == [], "neither the report nor its temporary file"
+
+
+def test_text_is_written_in_pieces_that_add_up_to_its_utf8(tmp_path):
+    """A report is encoded a slice of characters at a time: the pieces add up to the whole
+    text's UTF-8 whatever the slice (characters of 1 to 4 bytes); files and FIFOs get all
+    of it."""
+    text = "ab\u00e9\u2028\U0001f600" * 5 + "z"
+    for size in (1, 2, 3, 7, len(text), len(text) + 1):
+        assert b"".join(encoded_pieces(text, size)) == text.encode("utf-8")
+        assert "".join(text_pieces(text, size)) == text
+    assert list(encoded_pieces("")) == [] and list(text_pieces("")) == []
+    target = tmp_path / "report.json"
+    target.write_text("old")
+    write_atomic_text(str(target), text)
+    assert target.read_text(encoding="utf-8") == text
+    assert [p.name for p in tmp_path.iterdir()] == ["report.json"]
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        write_atomic_text(str(fifo), text)
+        assert os.read(reader, 1024) == text.encode("utf-8")
+    finally:
+        os.close(reader)
+    with pytest.raises(TypeError):
+        write_atomic_text(str(tmp_path / "out"), b"not text")  # type: ignore[arg-type]
+    assert not (tmp_path / "out").exists()
+
+
+def test_text_that_cannot_be_encoded_leaves_the_old_file_and_no_temporary(tmp_path):
+    target = tmp_path / "report.json"
+    target.write_text("old")
+    with pytest.raises(UnicodeEncodeError):
+        write_atomic_text(str(target), "fine" * 300_000 + "\ud800")  # a lone surrogate, past the first piece
+    assert target.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["report.json"]

@@ -251,15 +251,18 @@ def _patterns(values) -> list[str]:
 
 
 def _write(text: str, output: Optional[str]) -> None:
-    if output:
-        from xferlint.fsutil import write_atomic
+    """The report to `output` (atomically) or stdout, a slice at a time: encoding a report of
+    tens of MB whole would copy it once more into fresh memory."""
+    from xferlint.fsutil import text_pieces, write_atomic_text
 
+    if output:
         try:
-            write_atomic(output, text.encode("utf-8"))
+            write_atomic_text(output, text)
         except OSError as exc:  # a user error (no such directory, read-only): one line, exit 2
             raise UsageError(f"{output}: cannot write the report ({exc.strerror or exc})") from None
     else:
-        sys.stdout.write(text)
+        for piece in text_pieces(text):
+            sys.stdout.write(piece)
         sys.stdout.flush()
 
 
@@ -407,10 +410,10 @@ def _baseline(run, args):
 
 
 def _write_file(path: str, text: str) -> None:
-    from xferlint.fsutil import write_atomic
+    from xferlint.fsutil import write_atomic_text
 
     try:
-        write_atomic(path, text.encode("utf-8"))
+        write_atomic_text(path, text)
     except OSError as exc:
         raise UsageError(f"{path}: cannot write ({exc.strerror or exc})") from None
 

@@ -61,12 +61,16 @@ def _fields(cls: type) -> tuple[dataclasses.Field, ...]:
     return dataclasses.fields(cls)
 
 
-def to_json_text(obj: Any) -> str:
-    """`json.dumps(to_jsonable(obj), indent=2, ensure_ascii=False)`, byte for byte, written
-    in one walk over the dataclasses: no intermediate dicts, and the C string encoder for
-    every string (with `indent`, json.dumps falls back to its pure-Python encoder, which
-    yields a chunk per token: most of a report's output time)."""
+def to_json_text(obj: Any, end: str = "") -> str:
+    """`json.dumps(to_jsonable(obj), indent=2, ensure_ascii=False) + end`, byte for byte,
+    written in one walk over the dataclasses: no intermediate dicts, and the C string
+    encoder for every string (with `indent`, json.dumps falls back to its pure-Python
+    encoder, which yields a chunk per token: most of a report's output time). A dataclass
+    gets `end` inside its own text's join, not by copying the whole text once more."""
     try:
+        if end:
+            writer = _writer(type(obj), "\n", end)
+            return writer(obj) if writer is not None else _text(obj, "\n") + end
         return _text(obj, "\n")
     finally:  # the texts are keyed by id: forget them before their objects can go
         for memo in _MEMOS:
@@ -96,30 +100,31 @@ _WRITERS: dict[type, Optional[dict[str, Any]]] = {}  # per class: per indentatio
 _MEMOS: list[dict[int, str]] = []  # every writer's texts of one `to_json_text` call, by id(obj)
 
 
-def _writer(cls: type, pad: str) -> Any:
-    """The text function of dataclass `cls` at indentation `pad` (None for other classes):
-    generated once, straight-line, its field values fetched in one C call, each string
-    encoded in place and every other value through `_text` (a call per scalar, or a loop
-    over the fields, was most of a report's output time)."""
+def _writer(cls: type, pad: str, end: str = "") -> Any:
+    """The text function of dataclass `cls` at indentation `pad` (None for other classes),
+    followed by `end`: generated once, straight-line, its field values fetched in one C
+    call, each string encoded in place and every other value through `_text` (a call per
+    scalar, or a loop over the fields, was most of a report's output time)."""
     by_pad = _WRITERS.get(cls, ())
     if by_pad == ():
         by_pad = _WRITERS[cls] = {} if dataclasses.is_dataclass(cls) else None
     if by_pad is None:
         return None
-    writer = by_pad.get(pad)
+    key = pad + "\0" + end if end else pad
+    writer = by_pad.get(key)
     if writer is None:
-        writer = by_pad[pad] = _compile_writer(field_names(cls), pad)
+        writer = by_pad[key] = _compile_writer(field_names(cls), pad, end)
     return writer
 
 
-def _compile_writer(names: tuple[str, ...], pad: str) -> Any:
+def _compile_writer(names: tuple[str, ...], pad: str, end: str = "") -> Any:
     if not names:
-        return lambda obj: "{}"
+        return lambda obj: "{}" + end
     inner = pad + "  "
     memo: dict[int, str] = {}
     _MEMOS.append(memo)
     env: dict[str, Any] = {"_enc": _ENCODED, "_via": _texts_at(inner), "_str": str, "_join": "".join,
-                           "_close": pad + "}", "_memo": memo, "_seen": memo.get, "_id": id,
+                           "_close": pad + "}" + end, "_memo": memo, "_seen": memo.get, "_id": id,
                            "_values": operator.attrgetter(*names) if len(names) > 1 else None}
     parts = []
     for k, name in enumerate(names):

@@ -102,3 +102,7 @@ def test_json_text_is_json_dumps_byte_for_byte(capsys, inputs):
         shared = Leaf(name=f"shared {k}")
         tree = Tree(leaves=(shared, shared), leaf_list=[shared, Leaf(name=str(k))], nested={"deeper": [shared]})
         assert to_json_text(tree) == json.dumps(to_jsonable(tree), indent=2, ensure_ascii=False)
+    # a text that ends the output (the report and its newline in one join), and what is no dataclass
+    for obj, end in ((tree, "\n"), (Leaf(), "\n\n"), (Tree(leaves=()), "x"), ([Leaf(), "a"], "\n"), ("s", "\n")):
+        assert to_json_text(obj, end=end) == json.dumps(to_jsonable(obj), indent=2, ensure_ascii=False) + end
+        assert to_json_text(obj) == json.dumps(to_jsonable(obj), indent=2, ensure_ascii=False)

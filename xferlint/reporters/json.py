@@ -6,4 +6,4 @@ from xferlint.serialize import to_json_text
 
 
 def emit(report, options) -> str:
-    return to_json_text(report) + "\n"
+    return to_json_text(report, end="\n")
