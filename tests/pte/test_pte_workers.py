@@ -5,6 +5,7 @@ dies leaves its files to the parent; small runs stay in process."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -168,6 +169,26 @@ def test_progress_counts_the_files_as_the_workers_take_them(programs, tmp_path, 
     counts = [done for done, _, _ in updates]
     assert counts == sorted(counts) and counts[-1] == files  # never back, all at the end
     assert any(0 < done < files for done in counts)  # files counted before the workers ended
+
+
+@pytest.mark.parametrize("failing", ["fork", "pipe"])
+def test_no_process_or_pipe_to_spare_checks_the_files_here(programs, tmp_path, monkeypatch, spreads, failing):
+    """A fork that fails (EAGAIN: the process limit) or a pipe that cannot be made (EMFILE)
+    is not an error of any input: the files are checked here, the report as with -j 1."""
+    one = _check(programs, str(tmp_path / "one"), "-j", "1", "--format", "json")
+    real = getattr(os, failing)
+
+    def refused(*args):
+        if failing == "pipe" or refused.calls:  # a fork refused after the first child started
+            raise OSError(errno.EAGAIN if failing == "fork" else errno.EMFILE, "no more")
+        refused.calls += 1
+        return real(*args)
+
+    refused.calls = 0
+    monkeypatch.setattr(os, failing, refused)
+    two = _check(programs, str(tmp_path / "two"), "-j", "2", "--format", "json")
+    monkeypatch.setattr(os, failing, real)
+    assert one == two
 
 
 def test_fix_and_baseline_runs_keep_the_files_here(programs, tmp_path, spreads):

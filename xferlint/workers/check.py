@@ -157,7 +157,10 @@ def _program_files_in_workers(here: list, count: int, parts: list, rules: Sequen
     def check(part: CheckRun, slot: EntryPoint) -> None:
         check_entry(part, slot, rules, strict, source_map)
 
-    claims = Claims(here)
+    try:
+        claims = Claims(here)
+    except OSError:  # no pipe to spare (EMFILE): the files are checked here, as with -j 1
+        return list(here)
 
     def on_change(finished: int, running: list[str]) -> None:
         """The files done, at least (each worker holds one batch at most), and the one
@@ -174,6 +177,8 @@ def _program_files_in_workers(here: list, count: int, parts: list, rules: Sequen
         label = f"{len(here)} program files in {count} workers"
         outcomes = run_tasks([Task(label, task) for _ in range(count)], count, None,
                              on_change=on_change if progress.enabled else None)
+    except OSError:  # no process or pipe to spare (EAGAIN, EMFILE): the children started are gone
+        return list(here)
     finally:
         claims.close()
     reported = [False] * len(here)
