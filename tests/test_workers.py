@@ -107,6 +107,40 @@ def test_pool_output_in_task_order_whatever_finishes_first():
         assert written.decode() == "first\nfirst on fd 2\nsecond\nsecond on fd 2\nthird\nthird on fd 2\n"
 
 
+def test_a_task_no_process_can_be_started_for_is_one_failure_the_others_run(monkeypatch):
+    """The process limit reached (EAGAIN) or no descriptor left for its pipes (EMFILE):
+    that task fails with one line naming it, no descriptor is left open, the others run."""
+    import errno
+
+    real_fork, real_pipe = os.fork, os.pipe
+    calls = {"fork": 0, "pipe": 0}
+
+    def fork():
+        calls["fork"] += 1
+        if calls["fork"] == 2:
+            raise OSError(errno.EAGAIN, "Resource temporarily unavailable")
+        return real_fork()
+
+    def pipe():
+        calls["pipe"] += 1
+        if calls["pipe"] == 6:  # the third task's first pipe (two per task)
+            raise OSError(errno.EMFILE, "Too many open files")
+        return real_pipe()
+
+    before = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else None
+    monkeypatch.setattr(os, "fork", fork)
+    monkeypatch.setattr(os, "pipe", pipe)
+    tasks = [Task(name, lambda name=name: name) for name in ("a", "b", "c", "d")]
+    outcomes = run_tasks(tasks, jobs=1, write=lambda data: None)
+    monkeypatch.setattr(os, "fork", real_fork)
+    monkeypatch.setattr(os, "pipe", real_pipe)
+    assert outcomes[0] == Done("a") and outcomes[3] == Done("d")
+    assert outcomes[1] == Failed("b: no process could be started to run it (Resource temporarily unavailable)")
+    assert outcomes[2] == Failed("c: no process could be started to run it (Too many open files)")
+    if before is not None:
+        assert len(os.listdir("/proc/self/fd")) == before
+
+
 def test_pool_interrupted_kills_every_worker(tmp_path):
     pid_files = [str(tmp_path / f"{i}.pid") for i in range(2)]
     tasks = [Task(f"t{i}", _pid_file_task(p, _sleep_forever)) for i, p in enumerate(pid_files)]

@@ -146,7 +146,14 @@ def run_tasks(tasks: Sequence[Task], jobs: int, timeout: Optional[float] = None,
         while pending or running:
             while pending and len(running) < max(jobs, 1):
                 index = pending.pop()
-                worker = _start(index, tasks[index], [w for w in running.values()])
+                try:
+                    worker = _start(index, tasks[index], [w for w in running.values()])
+                except OSError as exc:  # the process limit (EAGAIN), no descriptors left (EMFILE)
+                    outcomes[index] = Failed(f"{tasks[index].label}: no process could be started to run it "
+                                             f"({exc.strerror or exc})")
+                    output.finish(index)
+                    done += 1
+                    continue
                 running[worker.pid] = worker
                 if on_change:
                     on_change(done, _labels(running))
@@ -176,11 +183,19 @@ def _labels(running: dict[int, _Worker]) -> list[str]:
 
 
 def _start(index: int, task: Task, others: list[_Worker]) -> _Worker:
-    result_r, result_w = os.pipe()
-    output_r, output_w = os.pipe()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
+    fds: list[int] = []
+    try:
+        result_r, result_w = os.pipe()
+        fds += (result_r, result_w)
+        output_r, output_w = os.pipe()
+        fds += (output_r, output_w)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+    except OSError:
+        for fd in fds:
+            _close_quietly(fd)
+        raise
     if pid == 0:  # the child never returns from here
         os.close(result_r)
         os.close(output_r)
