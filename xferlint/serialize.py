@@ -68,14 +68,62 @@ def to_json_text(obj: Any, end: str = "") -> str:
     encoder, which yields a chunk per token: most of a report's output time). A dataclass
     gets `end` inside its own text's join, not by copying the whole text once more."""
     try:
-        if end:
-            writer = _writer(type(obj), "\n", end)
-            return writer(obj) if writer is not None else _text(obj, "\n") + end
-        return _text(obj, "\n")
+        if dataclasses.is_dataclass(type(obj)):
+            return _flat_text(obj, end)
+        return _text(obj, "\n") + end if end else _text(obj, "\n")
     finally:  # the texts are keyed by id: forget them before their objects can go
         for memo in _MEMOS:
             memo.clear()
         _ENCODED.clear()
+
+
+def _flat_text(obj: Any, end: str) -> str:
+    """The text of a top-level dataclass (a report), joined once from one list of parts: a
+    field that is a list of objects of one dataclass (the findings) has each object's parts
+    in that list, not a text of each object joined into a text of the list joined into
+    the report. A report's bytes were otherwise copied once per level, into memory fresh
+    each time (five times its size: ~300 MB of page faults for a 56 MB report)."""
+    names = field_names(type(obj))
+    if not names:
+        return "{}" + end
+    pad = "\n  "
+    via = _texts_at(pad)
+    out: list[str] = []
+    for k, name in enumerate(names):
+        out.append(("{" if k == 0 else ",") + pad + _encode_string(name) + ": ")
+        value = getattr(obj, name)
+        parts = _parts_writer(type(value[0]), pad + "  ") if type(value) is list and value else None
+        if parts is not None and len(set(map(type, value))) == 1:
+            _list_parts(value, pad, parts, out)
+        else:
+            out.append(via[type(value)](value))
+    out.append("\n}" + end)
+    return "".join(out)
+
+
+def _list_parts(items: list, pad: str, parts: Any, out: list[str]) -> None:
+    """A list of objects of one dataclass at indentation `pad`, as its writer writes it, in parts."""
+    inner = pad + "  "
+    separator = "," + inner
+    out.append("[" + inner)
+    parts(items[0], out)
+    for item in items[1:]:
+        out.append(separator)
+        parts(item, out)
+    out.append(pad + "]")
+
+
+_PARTS: dict[tuple[type, str], Any] = {}  # (dataclass, indentation) -> its parts writer; None: no dataclass
+
+
+def _parts_writer(cls: type, pad: str) -> Any:
+    """What `_writer(cls, pad)` writes, added to a list of parts instead of joined (no memo:
+    used where each object is met once)."""
+    key = (cls, pad)
+    if key not in _PARTS:
+        names = field_names(cls) if dataclasses.is_dataclass(cls) else None
+        _PARTS[key] = _compile_writer(names, pad, parts=True) if names else None
+    return _PARTS[key]
 
 
 def _text(obj: Any, pad: str) -> str:
@@ -100,43 +148,47 @@ _WRITERS: dict[type, Optional[dict[str, Any]]] = {}  # per class: per indentatio
 _MEMOS: list[dict[int, str]] = []  # every writer's texts of one `to_json_text` call, by id(obj)
 
 
-def _writer(cls: type, pad: str, end: str = "") -> Any:
-    """The text function of dataclass `cls` at indentation `pad` (None for other classes),
-    followed by `end`: generated once, straight-line, its field values fetched in one C
-    call, each string encoded in place and every other value through `_text` (a call per
-    scalar, or a loop over the fields, was most of a report's output time)."""
+def _writer(cls: type, pad: str) -> Any:
+    """The text function of dataclass `cls` at indentation `pad` (None for other classes):
+    generated once, straight-line, its field values fetched in one C call, each string
+    encoded in place and every other value through `_text` (a call per scalar, or a loop
+    over the fields, was most of a report's output time)."""
     by_pad = _WRITERS.get(cls, ())
     if by_pad == ():
         by_pad = _WRITERS[cls] = {} if dataclasses.is_dataclass(cls) else None
     if by_pad is None:
         return None
-    key = pad + "\0" + end if end else pad
-    writer = by_pad.get(key)
+    writer = by_pad.get(pad)
     if writer is None:
-        writer = by_pad[key] = _compile_writer(field_names(cls), pad, end)
+        writer = by_pad[pad] = _compile_writer(field_names(cls), pad)
     return writer
 
 
-def _compile_writer(names: tuple[str, ...], pad: str, end: str = "") -> Any:
+def _compile_writer(names: tuple[str, ...], pad: str, parts: bool = False) -> Any:
+    """`write(obj) -> text` (memoised per object), or with `parts`, `write(obj, out)`, which
+    adds the same text to list `out` in parts."""
     if not names:
-        return lambda obj: "{}" + end
+        return (lambda obj, out: out.append("{}")) if parts else (lambda obj: "{}")
     inner = pad + "  "
     memo: dict[int, str] = {}
-    _MEMOS.append(memo)
+    if not parts:
+        _MEMOS.append(memo)
     env: dict[str, Any] = {"_enc": _ENCODED, "_via": _texts_at(inner), "_str": str, "_join": "".join,
-                           "_close": pad + "}" + end, "_memo": memo, "_seen": memo.get, "_id": id,
+                           "_close": pad + "}", "_memo": memo, "_seen": memo.get, "_id": id,
                            "_values": operator.attrgetter(*names) if len(names) > 1 else None}
-    parts = []
+    pieces = []
     for k, name in enumerate(names):
         env[f"_p{k}"] = ("{" if k == 0 else ",") + inner + _encode_string(name) + ": "
         # a string or None in place; any other value by its type's text function (one look-up)
-        parts.append(f"_p{k}, _enc[v{k}] if type(v{k}) is _str else 'null' if v{k} is None "
-                     f"else _via[type(v{k})](v{k})")
+        pieces.append(f"_p{k}, _enc[v{k}] if type(v{k}) is _str else 'null' if v{k} is None "
+                      f"else _via[type(v{k})](v{k})")
     fetch = (f"({', '.join(f'v{k}' for k in range(len(names)))},) = _values(obj)" if len(names) > 1
              else f"v0 = obj.{names[0]}")
-    # one join: a chain of `+` would copy the growing text once per field
-    source = (f"def write(obj):\n text = _seen(_id(obj))\n if text is not None:\n  return text\n {fetch}\n"
-              f" text = _memo[_id(obj)] = _join(({', '.join(parts)}, _close))\n return text\n")
+    if parts:
+        source = f"def write(obj, out):\n {fetch}\n out.extend(({', '.join(pieces)}, _close))\n"
+    else:  # one join: a chain of `+` would copy the growing text once per field
+        source = (f"def write(obj):\n text = _seen(_id(obj))\n if text is not None:\n  return text\n {fetch}\n"
+                  f" text = _memo[_id(obj)] = _join(({', '.join(pieces)}, _close))\n return text\n")
     exec(source, env)  # noqa: S102 - generated from the class's own field names
     return env["write"]
 

@@ -102,7 +102,15 @@ def test_json_text_is_json_dumps_byte_for_byte(capsys, inputs):
         shared = Leaf(name=f"shared {k}")
         tree = Tree(leaves=(shared, shared), leaf_list=[shared, Leaf(name=str(k))], nested={"deeper": [shared]})
         assert to_json_text(tree) == json.dumps(to_jsonable(tree), indent=2, ensure_ascii=False)
+    # a top-level list of objects of one dataclass is written in parts (`_flat_text`): the
+    # same bytes, objects met twice (in it and elsewhere) included
+    shared = Leaf(name="twice")
+    flat = Tree(leaves=(shared,), leaf_list=[Leaf(), shared, Leaf(name="y", ratio=float("nan")), shared],
+                mixed=[Tree(leaves=(), leaf_list=[shared])], nested={"l": [shared]})
+    trees = [flat, Tree(leaf_list=[]), Tree(leaf_list=[Leaf()]), Tree(leaf_list=[Leaf(), Tree()]),
+             Tree(leaf_list=[Leaf(), None]), Tree(mixed=[Tree(), Tree(leaf_list=[shared])])]
     # a text that ends the output (the report and its newline in one join), and what is no dataclass
-    for obj, end in ((tree, "\n"), (Leaf(), "\n\n"), (Tree(leaves=()), "x"), ([Leaf(), "a"], "\n"), ("s", "\n")):
+    for obj, end in ((tree, "\n"), (Leaf(), "\n\n"), (Tree(leaves=()), "x"), ([Leaf(), "a"], "\n"), ("s", "\n"),
+                     *((t, "\n") for t in trees), *((t, "") for t in trees)):
         assert to_json_text(obj, end=end) == json.dumps(to_jsonable(obj), indent=2, ensure_ascii=False) + end
         assert to_json_text(obj) == json.dumps(to_jsonable(obj), indent=2, ensure_ascii=False)
