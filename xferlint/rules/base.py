@@ -258,8 +258,8 @@ class RuleContext:
     def _new_step(self, key: tuple, node: Node, role: str) -> Step:
         """The Step of `node` in `role`, made and kept under `key` (see `step`)."""
         location = node.location
-        if location is None:
-            location = self.locate(node)  # None at once where nothing is locatable
+        if location is None and self._memo.get(_LOCATABLE) is not False:  # `locatable()`, known False: no call
+            location = self.locate(node)
         found = self._steps[key] = _STEP(node=node.name, target=node.target, role=role,
                                          device=self.device_str(node),
                                          location=self._location(location) if location is not None else None)
