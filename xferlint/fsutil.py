@@ -87,8 +87,8 @@ def write_atomic_text(path: str, text: str) -> None:
 
 def encoded_pieces(text: str, size: int = 1 << 20) -> Iterator[bytes]:
     """`text`'s UTF-8 in pieces of `size` characters: together, `text.encode("utf-8")`."""
-    for start in range(0, len(text), size):
-        yield text[start:start + size].encode("utf-8")
+    for piece in text_pieces(text, size):
+        yield piece.encode("utf-8")
 
 
 def text_pieces(text: str, size: int = 1 << 20) -> Iterator[str]:
