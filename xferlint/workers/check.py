@@ -175,10 +175,9 @@ def _program_files_in_workers(here: list, count: int, parts: list, rules: Sequen
     try:
         task = claim_task(here, claims, check, lambda: _part(timelines, template), rules, strict, settle)
         label = f"{len(here)} program files in {count} workers"
+        # a worker the system refuses to start (EAGAIN, EMFILE) is a Failed outcome: its files stay here
         outcomes = run_tasks([Task(label, task) for _ in range(count)], count, None,
                              on_change=on_change if progress.enabled else None)
-    except OSError:  # no process or pipe to spare (EAGAIN, EMFILE): the children started are gone
-        return list(here)
     finally:
         claims.close()
     reported = [False] * len(here)
