@@ -103,14 +103,13 @@ def _flat_text(obj: Any, end: str) -> str:
 
 def _list_parts(items: list, pad: str, parts: Any, out: list[str]) -> None:
     """A list of objects of one dataclass at indentation `pad`, as its writer writes it, in parts."""
-    inner = pad + "  "
-    separator = "," + inner
-    out.append("[" + inner)
+    start, separator, end = _list_marks(pad)
+    out.append(start)
     parts(items[0], out)
     for item in items[1:]:
         out.append(separator)
         parts(item, out)
-    out.append(pad + "]")
+    out.append(end)
 
 
 _PARTS: dict[tuple[type, str], Any] = {}  # (dataclass, indentation) -> its parts writer; None: no dataclass
@@ -248,7 +247,7 @@ def _text_function(cls: type, pad: str) -> Any:
 def _list_writer(pad: str) -> Any:
     """The text function of a list (or tuple) at indentation `pad`."""
     inner = pad + "  "
-    start, comma, end = "[" + inner, "," + inner, pad + "]"
+    start, comma, end = _list_marks(pad)
     via = _texts_at(inner)
 
     def write(items: Any) -> str:
@@ -265,6 +264,12 @@ def _list_writer(pad: str) -> Any:
                                    for item in items]) + end
 
     return write
+
+
+def _list_marks(pad: str) -> tuple[str, str, str]:
+    """What opens, separates and closes the items of a list written at indentation `pad`."""
+    inner = pad + "  "
+    return "[" + inner, "," + inner, pad + "]"
 
 
 def _object_text(items: list, pad: str) -> str:
