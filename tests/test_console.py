@@ -1,6 +1,8 @@
-"""The console script (`xferlint.cli:console`): it ends the process with os._exit to skip
-freeing the heap, so everything the user gets must be out before that: the whole report on
-a pipe, the exit code, and what atexit handlers do."""
+"""The console script (`xferlint.console_script:main`, then `xferlint.cli:console`): it ends
+the process with os._exit to skip freeing the heap, so everything the user gets must be out
+before that: the whole report on a pipe, the exit code, and what atexit handlers do. Its
+start-up leaves out what a check never uses (`inspect`, the collector while modules load)
+without changing what user code or data classes see."""
 
 from __future__ import annotations
 
@@ -49,3 +51,56 @@ def test_atexit_handlers_still_run(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "redundant-round-trip" in done.stdout
     assert marker.read_text() == "yes"
+
+
+def _run_python(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=BUFFERED)
+
+
+def test_the_console_script_checks_a_pte_without_importing_inspect(tmp_path):
+    program, out, marker = tmp_path / "ladder.pte", tmp_path / "report.json", tmp_path / "modules"
+    program.write_bytes(sp.ladder(3))
+    done = _run_python(
+        "import atexit, sys\n"
+        f"atexit.register(lambda: open({str(marker)!r}, 'w').write(' '.join(\n"
+        "    m for m in ('inspect', 'ast', 'dis', 'tokenize') if m in sys.modules)))\n"
+        "from xferlint.console_script import main\n"
+        f"sys.argv = ['xferlint', 'check', {str(program)!r}, '--format', 'json', '-o', {str(out)!r}]\n"
+        "main()\n")
+    assert done.returncode == 1, done.stderr
+    assert json.loads(out.read_text())["findings"]
+    assert marker.read_text() == ""  # none of them was imported
+
+
+def test_a_data_class_without_a_docstring_still_gets_the_standard_one():
+    done = _run_python(
+        "import sys\n"
+        "from xferlint.console_script import import_dataclasses_lazily\n"
+        "import_dataclasses_lazily()\n"
+        "assert 'dataclasses' in sys.modules and 'inspect' not in sys.modules\n"
+        "import dataclasses\n"
+        "@dataclasses.dataclass\n"
+        "class Point:\n"
+        "    x: int\n"
+        "    label: str = 'origin'\n"
+        "import inspect\n"
+        "assert type(inspect).__name__ == 'module', type(inspect)  # everyone else gets the real module\n"
+        "assert dataclasses.inspect is inspect  # and so does dataclasses, once it used it\n"
+        "print(Point.__doc__)\n")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "Point(x: int, label: str = 'origin')"
+
+
+def test_entry_points_run_with_the_collector_on(xferlint_exe, tmp_path):
+    """Start-up pauses the collector; user code must find it running again, in a worker
+    (-j 2) or in the process itself (-j 1)."""
+    (tmp_path / "model.py").write_text(
+        "import gc, os\n"
+        "open(f'collector-{os.getpid()}', 'w').write(str(gc.isenabled()))\n"
+        "program = None\n")
+    for jobs in ("1", "2"):
+        done = subprocess.run([xferlint_exe, "check", "--isolated", "-j", jobs, "model.py"], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    seen = [path.read_text() for path in tmp_path.glob("collector-*")]
+    assert seen and set(seen) == {"True"}, seen

@@ -122,3 +122,26 @@ def test_discovering_rules_imports_no_torch():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, f"importing the rules imported {done.stdout.strip()} {done.stderr[-500:]}"
+
+
+def test_rule_modules_are_listed_as_pkgutil_lists_them(tmp_path):
+    """Discovery lists the rules package's folder itself (pkgutil would import `inspect`):
+    the same names, in the same order, for every kind of entry a folder can hold."""
+    import pkgutil
+
+    from xferlint.rules.base import _module_names
+
+    first, second = tmp_path / "a", tmp_path / "b"
+    for folder in (first, second):
+        folder.mkdir()
+    for name in ("zeta.py", "alpha.py", "compiled.pyc", "native.cpython-311-x86_64-linux-gnu.so", "__init__.py",
+                 "not-a-name.py", "notes.txt", "README", "dup.py", "dup.pyc"):
+        (first / name).write_text("")
+    (first / "package").mkdir()
+    (first / "package" / "__init__.py").write_text("")
+    (first / "folder").mkdir()  # no __init__.py: not a package
+    (first / "__pycache__").mkdir()
+    (second / "alpha.py").write_text("")  # also in the first folder: listed once
+    (second / "beta.py").write_text("")
+    path = [str(first), str(second), str(tmp_path / "missing")]
+    assert _module_names(path) == [info.name for info in pkgutil.iter_modules(path)]

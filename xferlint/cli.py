@@ -297,15 +297,18 @@ def _refuse_combinations(args: argparse.Namespace, settings) -> None:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from xferlint.fixes.driver import settle_fixability
-    from xferlint.frontends.discovery import from_settings
-    from xferlint.pipeline import configure
-    from xferlint.per_file_ignores import apply as apply_per_file_ignores
-    from xferlint.reporters import TIMELINE_FORMATS, emit
-    from xferlint.selection import select_rules
-    from xferlint.workers import FixOptions, check_paths
+    from xferlint.collector import collector_paused
 
-    settings = _settings(args)
+    with collector_paused():  # loading modules makes no garbage: nothing for the collector to sweep
+        from xferlint.fixes.driver import settle_fixability
+        from xferlint.frontends.discovery import from_settings
+        from xferlint.pipeline import configure
+        from xferlint.per_file_ignores import apply as apply_per_file_ignores
+        from xferlint.reporters import TIMELINE_FORMATS, emit
+        from xferlint.selection import select_rules
+        from xferlint.workers import FixOptions, check_paths
+
+        settings = _settings(args)
     _refuse_combinations(args, settings)
     rules = select_rules(settings.select, settings.ignore, settings.extend_select)
     configure(rules, max_transfer_bytes=settings.max_transfer_bytes)

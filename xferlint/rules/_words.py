@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import io
 import re
-import tokenize
 from functools import lru_cache
 from typing import Optional
 
@@ -34,6 +33,8 @@ def strip_comment(code: str) -> str:
     """The source line without its trailing comment (a `#` inside a string stays)."""
     if "#" not in code:
         return code.strip()
+    import tokenize  # here: a `.pte` without source lines never needs it (nor its import)
+
     try:
         for tok in tokenize.generate_tokens(io.StringIO(code.strip() + "\n").readline):
             if tok.type == tokenize.COMMENT:
