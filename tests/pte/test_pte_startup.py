@@ -33,7 +33,8 @@ print(json.dumps({"modules": sorted(sys.modules), "counts": counts, "kinds": kin
 # the noqa comment parser (no source lines without an ETRecord), logging (torch's loggers).
 FORBIDDEN = ("torch", "torchao", "pydantic", "sarif_om", "numpy", "xferlint.testing",
              "xferlint.frontends.executorch", "xferlint.reporters.sarif", "xferlint.analyzer.timeline",
-             "xferlint.workers.pool", "xferlint.workers.payloads", "xferlint.suppression", "logging")
+             "xferlint.workers.pool", "xferlint.workers.payloads", "xferlint.suppression", "logging",
+             "pkgutil")  # rules are discovered by listing their folder (pkgutil imports inspect)
 GENERATED = "executorch.exir._serialize.generated"
 
 
