@@ -79,6 +79,8 @@ ET_DIR = (
 )
 XF_MODULES = (
     "import sys\n"
+    "from xferlint.console_script import import_dataclasses_lazily\n"
+    "import_dataclasses_lazily()  # as the console script starts\n"
     "from xferlint.cli import main\n"
     "code = main(['check', *sys.argv[1:], '--format', 'json', '--output', '/dev/null', '--exit-zero'])\n"
     "names = sorted(sys.modules)\n"
