@@ -23,12 +23,12 @@ flatbuffers and the generated modules load, unless it is already loaded.
 
 from __future__ import annotations
 
+import _thread
 import importlib
 import importlib.machinery
 import importlib.util
 import os
 import sys
-import threading
 import types
 import zlib
 from typing import Any, Optional
@@ -37,7 +37,7 @@ from xferlint.errors import InputError
 
 GENERATED = "executorch.exir._serialize.generated.executorch_flatbuffer"
 _PARENTS = ("executorch.exir", "executorch.exir._serialize")
-_LOCK = threading.Lock()
+_LOCK = _thread.allocate_lock()  # threading.Lock itself, without importing threading
 # The schema files the fast reader's vtable slots (program.py, tables.py, fixes/pte/patch.py)
 # were written for and compared on, field by field, with the generated accessors: those of
 # ExecuTorch 1.5.1. (file, size, CRC-32) each; a new ExecuTorch whose schema differs is
