@@ -229,6 +229,31 @@ def test_a_long_queue_is_taken_in_batches_that_fit_one_pipe_page(tmp_path, monke
     assert Claims.TOKENS * 4 <= 4096  # the real limit: the tokens fit the smallest pipe buffer
 
 
+def test_a_queue_that_cannot_be_filled_leaves_no_descriptor_open(tmp_path, monkeypatch):
+    """The caller then checks the files itself: both ends of the pipe must be closed."""
+    slots = _slots([100] * 3, tmp_path)
+    made: list[int] = []
+    real_pipe = os.pipe
+
+    def pipe():
+        fds = real_pipe()
+        made.extend(fds)
+        return fds
+
+    def refuse(fd, data):
+        raise OSError(errno.EIO, "write refused")
+
+    monkeypatch.setattr(os, "pipe", pipe)
+    monkeypatch.setattr(os, "write", refuse)
+    with pytest.raises(OSError):
+        Claims(slots)
+    monkeypatch.undo()
+    assert len(made) == 2
+    for fd in made:
+        with pytest.raises(OSError):
+            os.fstat(fd)
+
+
 def test_workers_take_from_one_queue_each_batch_once(tmp_path):
     """Two processes reading the queue at once: every batch is taken by exactly one."""
     slots = _slots([100] * 400, tmp_path)

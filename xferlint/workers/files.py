@@ -88,6 +88,9 @@ class Claims:
         read, write = os.pipe()
         try:
             os.write(write, tokens)  # at most 4096 bytes: one atomic write into an empty pipe
+        except OSError:  # the caller checks the files itself: no descriptor may be left open
+            os.close(read)
+            raise
         finally:
             os.close(write)
         self.fd = read
