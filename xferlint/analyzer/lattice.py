@@ -81,10 +81,10 @@ LatticeValue = Union[Device, _Marker]
 
 def join(a: LatticeValue, b: LatticeValue) -> LatticeValue:
     """Least upper bound of two lattice values."""
+    if a is b or b is UNREACHED:  # devices are interned: equal ones are mostly one object
+        return a
     if a is UNREACHED:
         return b
-    if b is UNREACHED:
-        return a
     if a is CONFLICT or b is CONFLICT:
         return CONFLICT
     return a if a == b else CONFLICT

@@ -38,15 +38,20 @@ def _compute(node: Node, device_of: DeviceOf, values: Mapping[str, Value]) -> La
     """Join of the tensor operands; 0-dim host scalars ride along and do not count."""
     result: LatticeValue = UNREACHED
     counted = 0
+    get = values.get
     for vid in node.inputs:
-        value = values.get(vid)
-        if value is None or value.tensor is None:
+        value = get(vid)
+        if value is None:
+            continue
+        tensor = value.tensor
+        if tensor is None:
             continue
         device = device_of(vid)
-        if value.tensor.is_scalar and device == CPU:
+        if tensor.is_scalar and (device is CPU or device == CPU):
             continue
         counted += 1
-        result = join(result, device)
+        if device is not result:  # `join`, called only where it can change the result
+            result = join(result, device)
     if counted == 0:
         # No tensor operands (a factory such as full/arange, or only host scalars): the op
         # runs where its result is declared, else on the host.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Callable, Optional, Sequence
 
 from xferlint.analyzer.facts import DeviceFacts
 from xferlint.analyzer.lattice import Device
@@ -83,6 +83,17 @@ def tick(name: str) -> str:
     """A node or value name as a message shows it."""
     return f"`{name}`"
 
+
+LISTED = 8  # names a message or detail lists before "and N more"
+
+
+def listed(items: Sequence[Any], last: str = " and ", show: Callable[[Any], str] = tick) -> str:
+    """`a`, `b` and `c` (each item as `show` writes it, `last` before the last); past LISTED
+    items, how many more (a delegate may read 100,000 host tensors: its finding names eight)."""
+    names = [show(item) for item in items[:LISTED]]
+    if len(items) > LISTED:
+        return ", ".join(names) + f" and {len(items) - LISTED} more"
+    return ", ".join(names[:-1]) + last + names[-1] if len(names) > 1 else "".join(names)
 
 
 def is_aten_copy(node: Node) -> bool:

@@ -9,7 +9,7 @@ from xferlint.analyzer.facts import DeviceFacts
 from xferlint.analyzer.lattice import CPU
 from xferlint.analyzer.view import Node, OpKind
 from xferlint.records import dataclass
-from xferlint.rules._patterns import is_aten_copy, tick
+from xferlint.rules._patterns import is_aten_copy, listed, tick
 from xferlint.rules import _words as words
 from xferlint.rules.base import Example, Rule, RuleContext, format_bytes
 
@@ -252,9 +252,9 @@ class ConstantTransfer(Rule):
             nbytes = facts.nbytes(h2d.inputs[0])
         consumers = facts.readers(h2d.output)
         target = f" for {ctx.describe(consumers[0])}" if consumers else ""
-        names = [_constant_words(facts, c) for c in origin.constants]
+        names = listed(origin.constants, ", ", partial(_constant_words, facts))
         if not origin.computed:
-            what = names[0] if len(names) == 1 else ", ".join(names)
+            what = names
             message = (f"{what} is copied cpu -> {h2d.device} every call, unchanged: "
                        f"{format_bytes(ctx.copies_bytes([h2d]))} per call")
             detail = (
@@ -268,9 +268,9 @@ class ConstantTransfer(Rule):
             anchor = consumers[0] if consumers else h2d
         else:
             last = origin.computed[-1]
-            made = (f"is computed on host from {', '.join(names)} alone" if names
+            made = (f"is computed on host from {names} alone" if names
                     else "builds the same tensor on host on every call (it reads no input)")
-            short = (f"computed on host from {', '.join(names)} alone" if names
+            short = (f"computed on host from {names} alone" if names
                      else "built on host from no input")
             message = (f"{words.at(ctx, last)} is {short}, copied to {h2d.device} every call: "
                        f"{format_bytes(ctx.copies_bytes([h2d]))} per call")

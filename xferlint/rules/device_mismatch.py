@@ -22,7 +22,7 @@ from xferlint.analyzer.facts import DeviceFacts
 from xferlint.analyzer.lattice import CONFLICT, CPU, UNREACHED, Device
 from xferlint.analyzer.view import Node, OpKind
 from xferlint.findings import Severity
-from xferlint.rules._patterns import tick
+from xferlint.rules._patterns import listed, tick
 from xferlint.rules import _words as words
 from xferlint.rules.base import Example, Rule, RuleContext, format_bytes
 
@@ -221,7 +221,7 @@ class DeviceMismatch(Rule):
         )
         if tagged:
             detail += (
-                f" {', '.join(tick(v) for v in tagged)} {'is' if len(tagged) == 1 else 'are'} tagged "
+                f" {listed(tagged, ', ')} {'is' if len(tagged) == 1 else 'are'} tagged "
                 f"{facts.value(tagged[0]).spec_device} (TensorSpec.device) but planned in host memory: "
                 f"ExecuTorch's legacy mode (`enable_non_cpu_memory_planning=False`) tags a device delegate's "
                 f"inputs and outputs without inserting copies or planning device memory. Lower with "
@@ -241,11 +241,11 @@ class DeviceMismatch(Rule):
 
     def _operands(self, ctx: RuleContext, node: Node, operands: list[tuple[str, Device]]):
         facts = ctx.facts
-        listed = ", ".join(f"{tick(v)} on {d}" for v, d in operands)
+        reads = listed(operands, ", ", lambda pair: f"{tick(pair[0])} on {pair[1]}")
         short = ", ".join(f"{words.value_subject(ctx, v)} on {d}" for v, d in operands[:3])
         message = f"{words.at(ctx, node)} reads operands on different devices ({short})"
         detail = (
-            f"{ctx.describe(node)} reads {listed}: no kernel reads operands on two devices, so this op "
+            f"{ctx.describe(node)} reads {reads}: no kernel reads operands on two devices, so this op "
             f"reads garbage or faults. Copy the operands to one device before it (`.to(device)` in the model)."
         )
         writers = [facts.writer(v) for v, _ in operands]
@@ -316,15 +316,16 @@ class DeviceMismatch(Rule):
 
 
 def _grouped(pairs: list[tuple[str, Device]]) -> str:
-    """`x` and `y` from cpu, `z` from cuda:1."""
+    """`x` and `y` from cpu, `z` from cuda:1; at most LISTED operands named per device,
+    then how many more (a delegate may read 100,000 host tensors)."""
+    text: dict[int, str] = {}  # id(device) -> str(device): a few objects for 100,000 operands
     by_device: dict[str, list[str]] = {}
     for vid, device in pairs:
-        by_device.setdefault(str(device), []).append(tick(vid))
-    parts = []
-    for device, names in by_device.items():
-        joined = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-        parts.append(f"{joined} from {device}")
-    return ", ".join(parts)
+        name = text.get(id(device))
+        if name is None:
+            name = text[id(device)] = str(device)
+        by_device.setdefault(name, []).append(vid)
+    return ", ".join(f"{listed(vids)} from {device}" for device, vids in by_device.items())
 
 
 def _short_grouped(ctx: RuleContext, pairs: list[tuple[str, Device]], reader: str) -> str:

@@ -21,7 +21,7 @@ from xferlint.analyzer.facts import DeviceFacts
 from xferlint.analyzer.lattice import CPU, UNREACHED, Device
 from xferlint.analyzer.view import Node, OpKind
 from xferlint.records import dataclass
-from xferlint.rules._patterns import tick
+from xferlint.rules._patterns import listed, tick
 from xferlint.rules import _words as words
 from xferlint.rules.base import Example, Rule, RuleContext, format_bytes
 
@@ -348,7 +348,7 @@ class HostOpSplitsPartition(Rule):
         out_bytes = _sum([ctx.copy_bytes(d) for d in d2hs])
         back_bytes = _sum([ctx.copy_bytes(h) for h in h2ds])
 
-        values = ", ".join([tick(d.inputs[0]) for d in d2hs])
+        values = listed(d2hs, ", ", lambda d: tick(d.inputs[0]))
         before = _names(delegates_before or producers, partial(_where, ctx))
         after = _names(consumers, ctx.describe)
         ops = _host_ops(seg.host_ops)
