@@ -56,8 +56,10 @@ def test_synthetic_programs_are_valid_pte_files():
     (sp.jumps_to_one_head, 200, 2_000),  # one join of many back edges (its frontier walks)
     (sp.constant_chain, 500, 5_000),  # XF006's origin of a copy (a set per link; then too deep)
     (sp.delegates_ladder, 100, 1_000),  # a delegate per call: XF005 re-sorted per device object (was quadratic)
+    (sp.wide_inputs, 500, 5_000),  # one XF007 about every input of a wide delegate (its detail named them all)
+    (sp.short_loops, 500, 5_000),  # a backward jump every two instructions
 ], ids=["in-place", "wide-delegate", "fan-out", "loops", "nested-loops", "jumps-to-one-head", "constant-chain",
-        "delegate-per-call"])
+        "delegate-per-call", "wide-inputs", "short-loops"])
 def test_work_per_unit_stays_flat(build, small, large):
     per_small = _calls(build(small)) / small
     per_large = _calls(build(large)) / large

@@ -45,14 +45,23 @@ def solve_indexed(method: MethodView) -> tuple[dict[str, LatticeValue], Index, I
     values = method.values
     nodes = method.nodes
     table = TRANSFER
-    get, read, wrote, done_readers = state.get, readers.setdefault, writers.setdefault, readers.get
+    get, done_readers, writers_of = state.get, readers.get, writers.get
     again: Optional[_Queue] = None
     for node in nodes:
+        # get-then-append, not setdefault(vid, []): that makes a list per read, kept or not
         for vid in node.inputs:
-            read(vid, []).append(node)
+            found = done_readers(vid)
+            if found is None:
+                readers[vid] = [node]
+            else:
+                found.append(node)
         outputs = node.outputs
         for vid in outputs:
-            wrote(vid, []).append(node)
+            found = writers_of(vid)
+            if found is None:
+                writers[vid] = [node]
+            else:
+                found.append(node)
         result = table[node.kind](node, device_of, values)
         if result is UNREACHED:
             continue

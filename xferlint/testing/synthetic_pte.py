@@ -224,6 +224,41 @@ def wide_delegate(args: int) -> bytes:
 
 
 @lru_cache(maxsize=16)
+def wide_inputs(args: int) -> bytes:
+    """One cuda:0 delegate reading `args` method inputs directly, no copy (one XF007 about
+    them all)."""
+    b = PlanBuilder()
+    (y,) = b.delegate([b.input() for _ in range(args)])
+    b.outputs.append(b.d2h(y))
+    return serialize([b.plan()])
+
+
+@lru_cache(maxsize=16)
+def wide_kernel(args: int) -> bytes:
+    """One host kernel call (`aten::cat.out`) with `args` operands: the same width as
+    `wide_inputs` without a delegate."""
+    b = PlanBuilder()
+    inputs = [b.input() for _ in range(args)]
+    out = b.tensor()
+    b.kernel("aten::cat", "out", inputs + [out, out])
+    b.outputs.append(out)
+    return serialize([b.plan()])
+
+
+@lru_cache(maxsize=16)
+def short_loops(count: int) -> bytes:
+    """`count` loops of two instructions, a host op and the backward jump that closes it."""
+    b = PlanBuilder()
+    x, done = b.input(), b.bool_(False)
+    for _ in range(count):
+        start = len(b.instructions)
+        x = b.host(x)
+        b.jump_false(done, start)
+    b.outputs.append(x)
+    return serialize([b.plan()])
+
+
+@lru_cache(maxsize=16)
 def fan_out(readers: int) -> bytes:
     b = PlanBuilder()
     x = b.input()
