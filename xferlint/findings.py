@@ -90,7 +90,8 @@ class Finding:
         default=None,
     )
     detail: Optional[str] = described(
-        "The longer explanation: what the finding means for this program (shown by the `full` text format)",
+        "The longer explanation: what the finding means for this program (shown by the `full` text format); "
+        "a list of operands in it names eight and counts the rest (`nodes` and `steps` hold them all)",
         default=None,
     )
 
