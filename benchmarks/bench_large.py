@@ -15,7 +15,7 @@ benchmarks/out/large/):
 - fan-out: one host value copied by thousands of H2Ds, each read by its own delegate;
 - wide: one delegate call with 1k / 10k / 100k arguments, each copied to it by an H2D;
 - wide-inputs: one delegate call reading 1k / 10k / 100k method inputs directly (one XF007
-  naming them all), and wide-kernel: one host kernel call as wide (issue 11 compared the two);
+  about them all), and wide-kernel: one host kernel call as wide (issue 11 compared the two);
 - loops: 100 / 1,000 / 10,000 loops, each closed by a backward jump;
 - nested: 100 / 1,000 / 10,000 loops nested in one another (a dominator tree as deep as
   the method: the iterative dominators were quadratic there);
@@ -64,12 +64,12 @@ def shapes() -> dict[str, tuple[str, list[int], Callable[[int], bytes]]]:
         "in-place": ("instruction", [1_000, 10_000, 100_000], lambda n: sp.in_place_ladder(max(1, n // 4))),
         "fan-out": ("instruction", [1_000, 10_000, 100_000], lambda n: sp.fan_out(max(1, n // 3))),
         "wide": ("argument", [1_000, 10_000, 100_000], sp.wide_delegate),
-        "wide-inputs": ("argument", [1_000, 10_000, 100_000], sp.wide_inputs),
-        "wide-kernel": ("argument", [1_000, 10_000, 100_000], sp.wide_kernel),
+        "wide-inputs": ("argument", [1_000, 10_000, 100_000], lambda n: sp.wide_inputs(n)),
+        "wide-kernel": ("argument", [1_000, 10_000, 100_000], lambda n: sp.wide_kernel(n)),
         "loops": ("loop", [100, 1_000, 10_000], sp.loops),
         "nested": ("loop", [100, 1_000, 10_000], sp.nested_loops),
         "one-head": ("jump", [100, 1_000, 10_000], sp.jumps_to_one_head),
-        "short-loops": ("jump", [1_000, 10_000, 100_000], sp.short_loops),
+        "short-loops": ("jump", [1_000, 10_000, 100_000], lambda n: sp.short_loops(n)),
         "in-place-dup": ("instruction", [1_000, 10_000, 100_000], lambda n: sp.in_place_duplicates(max(1, n // 6))),
         "one-slot": ("instruction", [1_000, 10_000, 100_000], lambda n: sp.one_slot(max(1, n // 4))),
         "outputs": ("output", [1_000, 10_000, 100_000], sp.output_round_trips),

@@ -45,7 +45,7 @@ def test_a_delegate_reading_many_host_tensors_names_eight_and_counts_every_byte(
     names = ", ".join(f"`v{i}`" for i in inputs[:LISTED])
     assert f"reads {names} and {20 - LISTED} more from cpu with no copy to cuda:0" in finding.detail
     assert f"`v{inputs[LISTED]}`" not in finding.detail
-    assert "and 17 more, no copy" in finding.message  # the message names three
+    assert "reads input 0, input 1 and input 2 from cpu and 17 more, no copy" in finding.message  # names three
     assert len(finding.nodes) == 21  # every input and the delegate
     assert finding.bytes == 20 * 64  # float32 [4, 4] each
 

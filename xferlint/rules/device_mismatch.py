@@ -336,7 +336,7 @@ def _short_grouped(ctx: RuleContext, pairs: list[tuple[str, Device]], reader: st
         named = words.value_subject(ctx, vid)
         by_device.setdefault(str(device), []).append("an operand" if named == reader else named)
     more = f" and {len(pairs) - 3} more" if len(pairs) > 3 else ""
-    return ", ".join(f"{' and '.join(names)} from {device}" for device, names in by_device.items()) + more
+    return ", ".join(f"{listed(names, show=str)} from {device}" for device, names in by_device.items()) + more
 
 
 def _declared_mismatch(facts: DeviceFacts, vid: str, differs: dict) -> bool:
