@@ -90,7 +90,7 @@ def _flat_text(obj: Any, end: str) -> str:
     via = _texts_at(pad)
     out: list[str] = []
     for k, name in enumerate(names):
-        out.append(("{" if k == 0 else ",") + pad + _encode_string(name) + ": ")
+        out.append(("{" if k == 0 else ",") + pad + encode_string(name) + ": ")
         value = getattr(obj, name)
         parts = _parts_writer(type(value[0]), pad + "  ") if type(value) is list and value else None
         if parts is not None and len(set(map(type, value))) == 1:
@@ -138,7 +138,7 @@ def _other_text(obj: Any, pad: str) -> str:
         return _list_text(obj, pad)
     if isinstance(obj, dict):
         return _object_text([(str(k), v) for k, v in obj.items()], pad)
-    import json  # here: a check writes no such value (`_encode_string`)
+    import json  # here: a check writes no such value (`encode_string`)
 
     return json.dumps(obj, ensure_ascii=False)  # a subclass of a scalar: json decides
 
@@ -177,7 +177,7 @@ def _compile_writer(names: tuple[str, ...], pad: str, parts: bool = False) -> An
                            "_values": operator.attrgetter(*names) if len(names) > 1 else None}
     pieces = []
     for k, name in enumerate(names):
-        env[f"_p{k}"] = ("{" if k == 0 else ",") + inner + _encode_string(name) + ": "
+        env[f"_p{k}"] = ("{" if k == 0 else ",") + inner + encode_string(name) + ": "
         # a string or None in place; any other value by its type's text function (one look-up)
         pieces.append(f"_p{k}, _enc[v{k}] if type(v{k}) is _str else 'null' if v{k} is None "
                       f"else _via[type(v{k})](v{k})")
@@ -224,7 +224,7 @@ def _text_function(cls: type, pad: str) -> Any:
     dispatch on type, made once per class (a dataclass's field or a list's item is then
     written through one look-up, not a chain of type tests per value)."""
     if cls is str:
-        return _encode_string
+        return encode_string
     if cls is type(None):
         return lambda obj: "null"
     if cls is bool:
@@ -276,10 +276,10 @@ def _object_text(items: list, pad: str) -> str:
     if not items:
         return "{}"
     inner = pad + "  "
-    return "{" + inner + ("," + inner).join(_encode_string(k) + ": " + _text(v, inner) for k, v in items) + pad + "}"
+    return "{" + inner + ("," + inner).join(encode_string(k) + ": " + _text(v, inner) for k, v in items) + pad + "}"
 
 
-def _float_text(value: float) -> str:
+def float_text(value: float) -> str:
     if value != value:
         return "NaN"
     if value in (float("inf"), float("-inf")):
@@ -287,7 +287,7 @@ def _float_text(value: float) -> str:
     return float.__repr__(value)
 
 
-_FLOAT = _float_text
+_FLOAT = float_text
 
 
 def _string_encoder() -> Any:
@@ -301,7 +301,7 @@ def _string_encoder() -> Any:
     return encode_basestring
 
 
-_encode_string = _string_encoder()
+encode_string = _string_encoder()
 
 
 class _Encoded(dict):
@@ -311,7 +311,7 @@ class _Encoded(dict):
     hash is known costs less than encoding it again."""
 
     def __missing__(self, text: str) -> str:
-        encoded = self[text] = _encode_string(text)
+        encoded = self[text] = encode_string(text)
         return encoded
 
 

@@ -55,3 +55,25 @@ def test_schema_rejects_what_github_would_misread(schema_validate):
     assert schema_validate(log) == []
     log["runs"][0]["tool"]["driver"]["informationUri"] = "not a uri"
     assert schema_validate(log)
+
+
+def test_dumps_writes_what_json_writes_of_to_dict_byte_for_byte():
+    """`dumps` walks the objects once; its text is json.dumps' own of `to_dict`."""
+    import enum
+
+    class Kind(str, enum.Enum):
+        NOTE = "note"
+
+    bag = {"ünïcode ✓": "tab\tquote\" \u2028", "n": 3, "x": 0.1, "big": 1e300, "nan": float("nan"),
+           "inf": float("-inf"), "t": True, "f": False, "none": None, "empty": {}, "list": [], "tuple": (1, "a"),
+           "nested": [{"a": [[], {}]}, Kind.NOTE], 7: "int key"}
+    result = new(Result, message=new(Message, text="m\n", arguments=["a", "ü"]), level=Kind.NOTE, properties=bag,
+                 rule_index=0, locations=[])
+    log = new(SarifLog, version="2.1.0", schema_uri="https://json.schemastore.org/sarif-2.1.0.json",
+              runs=[new(Run, tool=new(Tool, driver=new(ToolComponent, name="t")), results=[result, Result(
+                  message=Message(text="built directly"))])])
+    data = to_dict(log)
+    ordered = {"$schema": data.pop("$schema"), "version": data.pop("version"), **data}
+    assert dumps(log) == json.dumps(ordered, indent=2, ensure_ascii=False) + "\n"
+    with pytest.raises(TypeError, match="cannot serialize a set"):
+        dumps(new(SarifLog, version="2.1.0", runs=[], properties={"s": {1}}))

@@ -251,6 +251,21 @@ class _Locator:
     def __init__(self, root: str, logical: _Logical) -> None:
         self.root = root
         self.logical = logical
+        # per log: a finding with 100,000 steps names one file 200,000 times
+        self._uris: dict[str, _Uri] = {}
+        self._bindings: dict[tuple[str, str], tuple[int, int]] = {}
+
+    def _uri(self, path: str) -> _Uri:
+        found = self._uris.get(path)
+        if found is None:
+            found = self._uris[path] = _file_uri(path, self.root)
+        return found
+
+    def _binding(self, path: str, attr: str) -> tuple[int, int]:
+        found = self._bindings.get((path, attr))
+        if found is None:
+            found = self._bindings[(path, attr)] = _binding_line(path, attr)
+        return found
 
     def physical(self, line: Optional[SourceLine], finding: Finding) -> Optional[PhysicalLocation]:
         """The source line, else the input file (at the `program` binding of a .py file,
@@ -261,16 +276,16 @@ class _Locator:
                 region["snippet"] = new(ArtifactContent, text=line.code)
             return new(
                 PhysicalLocation,
-                artifact_location=_file_uri(line.file, self.root).artifact(),
+                artifact_location=self._uri(line.file).artifact(),
                 region=new(Region, **region),
             )
         if finding.file is None:
             return None
-        artifact = _file_uri(finding.file, self.root).artifact()
+        artifact = self._uri(finding.file).artifact()
         # Code scanning wants a line even for a binary .pte: its first.
         start_line, start_column = 1, 1
         if finding.file.endswith(".py"):
-            start_line, start_column = _binding_line(finding.file, _entry_attr(finding.input) or "program")
+            start_line, start_column = self._binding(finding.file, _entry_attr(finding.input) or "program")
         return new(PhysicalLocation, artifact_location=artifact,
                    region=new(Region, start_line=start_line, start_column=start_column))
 

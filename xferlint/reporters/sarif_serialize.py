@@ -15,10 +15,11 @@ configuration, which may be `error`).
 
 from __future__ import annotations
 
-import json
-from typing import Any, TypeVar
+from typing import Any, Optional, TypeVar
 
 import attr
+
+from xferlint.serialize import encode_string, float_text
 
 T = TypeVar("T")
 
@@ -32,24 +33,33 @@ def new(cls: type[T], **fields: Any) -> T:
     return obj
 
 
-def _explicit(obj: Any, field: attr.Attribute) -> bool:
-    """Whether the field is written: set through `new()`; for an object built some other
-    way, any value that is not None (defaults included: better one field too many than a
-    silently changed meaning)."""
-    value = getattr(obj, field.name)
-    if value is None:
-        return False
-    chosen = getattr(obj, _SET, None)
-    return chosen is None or field.name in chosen
+_FIELDS: dict[type, Optional[tuple[tuple[str, str], ...]]] = {}  # class -> (field, property) pairs; None: no attrs class
+
+
+def _fields(cls: type) -> Optional[tuple[tuple[str, str], ...]]:
+    """(attribute, SARIF property name) of each field of attrs class `cls`, in order; None
+    for other types. Once per class: a log of 100,000 locations has a million objects."""
+    try:
+        return _FIELDS[cls]
+    except KeyError:
+        found = _FIELDS[cls] = (tuple((f.name, f.metadata.get("schema_property_name", f.name))
+                                      for f in attr.fields(cls)) if attr.has(cls) else None)
+        return found
 
 
 def to_dict(obj: Any) -> Any:
-    """A JSON-ready value for a sarif-om object, dict, list or scalar."""
-    if attr.has(type(obj)):
+    """A JSON-ready value for a sarif-om object, dict, list or scalar. An object's field is
+    written when it was set through `new()`; for an object built some other way, when its
+    value is not None (defaults included: better one field too many than a silently
+    changed meaning)."""
+    fields = _fields(type(obj))
+    if fields is not None:
+        chosen = getattr(obj, _SET, None)
         out: dict[str, Any] = {}
-        for field in attr.fields(type(obj)):
-            if _explicit(obj, field):
-                out[field.metadata.get("schema_property_name", field.name)] = to_dict(getattr(obj, field.name))
+        for name, prop in fields:
+            value = getattr(obj, name)
+            if value is not None and (chosen is None or name in chosen):
+                out[prop] = to_dict(value)
         return out
     if isinstance(obj, dict):
         return {str(key): to_dict(value) for key, value in obj.items()}
@@ -61,8 +71,83 @@ def to_dict(obj: Any) -> Any:
 
 
 def dumps(log: Any) -> str:
-    """The SARIF text: `$schema` and `version` first, two-space indent, UTF-8, newline."""
-    data = to_dict(log)
-    ordered = {key: data[key] for key in ("$schema", "version") if key in data}
-    ordered.update((key, value) for key, value in data.items() if key not in ordered)
-    return json.dumps(ordered, indent=2, ensure_ascii=False) + "\n"
+    """The SARIF text: `$schema` and `version` first, two-space indent, UTF-8, newline.
+
+    `json.dumps(to_dict(log), indent=2, ensure_ascii=False)`, byte for byte, written in one
+    walk over the objects: no intermediate dicts, and json's C string encoder for every
+    string (with `indent`, json.dumps runs its pure-Python encoder: a log of 100,000
+    locations took a minute)."""
+    items = _items(log)
+    first = [item for key in ("$schema", "version") for item in items if item[0] == key]
+    out: list[str] = []
+    _write_items(first + [item for item in items if item[0] not in ("$schema", "version")], "\n", out)
+    out.append("\n")
+    return "".join(out)
+
+
+def _items(obj: Any) -> list[tuple[str, Any]]:
+    """(property, value) of what `to_dict` writes of a sarif-om object or a dict."""
+    fields = _fields(type(obj))
+    if fields is None:
+        if isinstance(obj, dict):
+            return [(str(key), value) for key, value in obj.items()]
+        raise TypeError(f"cannot serialize a {type(obj).__name__} into SARIF")
+    chosen = getattr(obj, _SET, None)
+    items = []
+    for name, prop in fields:
+        value = getattr(obj, name)
+        if value is not None and (chosen is None or name in chosen):
+            items.append((prop, value))
+    return items
+
+
+def _write_items(items: list[tuple[str, Any]], pad: str, out: list[str]) -> None:
+    """An object's members at indentation `pad` (a newline and spaces), as json writes them."""
+    if not items:
+        out.append("{}")
+        return
+    inner = pad + "  "
+    opening = "{" + inner
+    for key, value in items:
+        out.append(opening + encode_string(key) + ": ")
+        _write(value, inner, out)
+        opening = "," + inner
+    out.append(pad + "}")
+
+
+def _write(obj: Any, pad: str, out: list[str]) -> None:
+    """The JSON text of `obj` (what `to_dict` makes of it) at indentation `pad`."""
+    kind = type(obj)
+    if kind is str:
+        out.append(encode_string(obj))
+    elif _fields(kind) is not None or isinstance(obj, dict):
+        _write_items(_items(obj), pad, out)
+    elif isinstance(obj, (list, tuple)):
+        if not obj:
+            out.append("[]")
+            return
+        inner = pad + "  "
+        opening = "[" + inner
+        for item in obj:
+            out.append(opening)
+            _write(item, inner, out)
+            opening = "," + inner
+        out.append(pad + "]")
+    else:
+        out.append(_scalar(obj))
+
+
+def _scalar(obj: Any) -> str:
+    if isinstance(obj, str):
+        return encode_string(obj)
+    if obj is None:
+        return "null"
+    if obj is True:
+        return "true"
+    if obj is False:
+        return "false"
+    if isinstance(obj, int):
+        return int.__repr__(obj)
+    if isinstance(obj, float):
+        return float_text(obj)
+    raise TypeError(f"cannot serialize a {type(obj).__name__} into SARIF")
