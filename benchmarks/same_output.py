@@ -11,6 +11,9 @@ synthetic FX graphs, plain and fan-out): the JSON report of `xferlint.lint_repor
     ... change ...
     .venv/bin/python benchmarks/same_output.py /tmp/after && diff -r /tmp/before /tmp/after
 
+or, with an older commit checked out in a worktree (`git worktree add --detach /tmp/old REV`),
+`PYTHONPATH=/tmp/old .venv/bin/python benchmarks/same_output.py /tmp/before`.
+
 `--quick` leaves out sample_models and the real ladder (no lowering: seconds, not a minute).
 """
 
@@ -41,7 +44,10 @@ def pte_inputs() -> list[Path]:
 
 
 def cli(args: list[str], out: Path, cwd: Path = ROOT) -> None:
-    done = subprocess.run([sys.executable, "-m", "xferlint.cli", *args], capture_output=True, text=True, cwd=cwd)
+    # -P: `-m` would put `cwd` (the repository) first on sys.path, ahead of PYTHONPATH, and a
+    # run of an older checkout (`PYTHONPATH=worktree`) would check with this one's code
+    done = subprocess.run([sys.executable, "-P", "-m", "xferlint.cli", *args], capture_output=True, text=True,
+                          cwd=cwd)
     out.write_text(f"exit {done.returncode}\n--- stdout\n{done.stdout}--- stderr\n{done.stderr}")
 
 
