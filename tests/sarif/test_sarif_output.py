@@ -253,3 +253,48 @@ def test_help_uri_from_the_package_urls(monkeypatch, schema_validate):
     monkeypatch.setattr(reporter, "_project_urls", lambda: {})
     doc = json.loads(reporter.emit(_report_with([]), ReportOptions()))
     assert "helpUri" not in doc["runs"][0]["tool"]["driver"]["rules"][0]
+
+
+def test_a_code_flow_past_githubs_limit_shows_its_first_steps_and_its_consumer(monkeypatch, schema_validate):
+    """GitHub code scanning takes at most 10,000 code-flow steps a result; a delegate
+    reading more host inputs than the limit keeps every one in its finding. (The limit is
+    lowered here: validating a 10,000-step log against the schema takes minutes.)"""
+    from xferlint.api import lint
+    from xferlint.frontends.pte.view import load_pte_bytes
+    from xferlint.reporters import ReportOptions
+    from xferlint.reporters import sarif as reporter
+    from xferlint.testing import synthetic_pte as sp
+
+    assert reporter.MAX_FLOW_STEPS == 10_000
+    monkeypatch.setattr(reporter, "MAX_FLOW_STEPS", 12)
+    assert list(reporter._shown_steps(12)) == list(range(12))
+    inputs = 20
+    (finding,) = lint(load_pte_bytes(sp.wide_inputs(inputs), label="wide.pte").view, select=["XF007"])
+    assert len(finding.steps) == inputs + 1  # every input, then the delegate
+    doc = json.loads(reporter.emit(_report_with([finding]), ReportOptions()))
+    assert schema_validate(doc) == []
+    (result,) = doc["runs"][0]["results"]
+    flow = result["codeFlows"][0]
+    (thread,) = flow["threadFlows"]
+    assert [step["executionOrder"] for step in thread["locations"]] == [*range(1, 12), inputs + 1]
+    assert thread["locations"][-1]["properties"]["role"] == "consumer"
+    assert thread["message"]["text"] == f"the first 11 and the last of {inputs + 1} steps"
+    assert flow["message"]["text"].startswith("input 0 (v0) (cpu) -> input 1 (v1) (cpu) -> ")
+    assert flow["message"]["text"].endswith(f"input 7 (v7) (cpu) -> ({inputs - 8} more) -> "
+                                            f"instr 0 (delegate 0: BackendWithCompilerDemo) (cuda:0)")
+    assert len(result["relatedLocations"]) == 11  # the steps shown, but the primary
+    assert len(result["properties"]["devices"]) == inputs + 1
+
+
+def test_a_code_flow_at_the_limit_is_whole(monkeypatch):
+    from xferlint.api import lint
+    from xferlint.frontends.pte.view import load_pte_bytes
+    from xferlint.reporters import ReportOptions
+    from xferlint.reporters import sarif as reporter
+    from xferlint.testing import synthetic_pte as sp
+
+    monkeypatch.setattr(reporter, "MAX_FLOW_STEPS", 21)
+    (finding,) = lint(load_pte_bytes(sp.wide_inputs(20), label="wide.pte").view, select=["XF007"])
+    doc = json.loads(reporter.emit(_report_with([finding]), ReportOptions()))
+    (thread,) = doc["runs"][0]["results"][0]["codeFlows"][0]["threadFlows"]
+    assert len(thread["locations"]) == 21 and "message" not in thread

@@ -74,6 +74,8 @@ from xferlint.serialize import to_jsonable
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 SRCROOT = "%SRCROOT%"
 MAX_DESCRIPTION = 1024  # GitHub's limit for shortDescription / fullDescription
+MAX_FLOW_STEPS = 10_000  # GitHub's limit of code-flow steps a result
+_NAMED_STEPS = 8  # steps a capped code flow's message names before "(N more)"
 
 LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 PROBLEM_SEVERITY = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "recommendation"}
@@ -341,11 +343,22 @@ def _message(finding: Finding) -> str:
     )
 
 
+def _shown_steps(count: int) -> range | list[int]:
+    """The positions of the steps a result's code flow and related locations show: all of
+    them, or past GitHub code scanning's limit of MAX_FLOW_STEPS code-flow steps a result
+    (a delegate reading 100,000 host tensors has a step for each) the first MAX_FLOW_STEPS - 1
+    and the last (the consumer). The finding's fingerprint still covers every step."""
+    if count <= MAX_FLOW_STEPS:
+        return range(count)
+    return [*range(MAX_FLOW_STEPS - 1), count - 1]
+
+
 def _result(finding: Finding, rule_index: int, locator: _Locator, fingerprint: str, **extra) -> Result:
     primary_node = finding.nodes[0] if finding.nodes else "?"
     primary = _primary_step(finding)
     if primary is not None and finding.steps:
         primary_node = finding.steps[primary].node
+    shown = _shown_steps(len(finding.steps))
     thread = [
         new(
             ThreadFlowLocation,
@@ -353,11 +366,13 @@ def _result(finding: Finding, rule_index: int, locator: _Locator, fingerprint: s
             execution_order=i + 1,
             properties=_bag(role=step.role, device=step.device, operator=step.target),
         )
-        for i, step in enumerate(finding.steps)
+        for i in shown
+        for step in (finding.steps[i],)
     ]
     related = [
-        locator.location(step.location, finding, step.node, message=step_message(step), id=i + 1)
-        for i, step in enumerate(finding.steps)
+        locator.location(finding.steps[i].location, finding, finding.steps[i].node,
+                         message=step_message(finding.steps[i]), id=i + 1)
+        for i in shown
         if i != primary
     ]
     fields = dict(
@@ -377,9 +392,18 @@ def _result(finding: Finding, rule_index: int, locator: _Locator, fingerprint: s
         ),
     )
     if thread:
-        fields["code_flows"] = [new(CodeFlow, thread_flows=[new(ThreadFlow, locations=thread)],
-                                    message=new(Message, text=" -> ".join(f"{s.node} ({s.device or '?'})"
-                                                                          for s in finding.steps)))]
+        flow = dict(locations=thread)
+        if len(shown) < len(finding.steps):
+            flow["message"] = new(Message, text=f"the first {len(shown) - 1:,} and the last of "
+                                                f"{len(finding.steps):,} steps")
+        path = [finding.steps[i] for i in shown]
+        if len(shown) < len(finding.steps):
+            path = path[:_NAMED_STEPS] + path[-1:]
+        text = " -> ".join(f"{s.node} ({s.device or '?'})" for s in path)
+        if len(shown) < len(finding.steps):
+            head, _, last = text.rpartition(" -> ")
+            text = f"{head} -> ({len(finding.steps) - _NAMED_STEPS - 1:,} more) -> {last}"
+        fields["code_flows"] = [new(CodeFlow, thread_flows=[new(ThreadFlow, **flow)], message=new(Message, text=text))]
     if related:
         fields["related_locations"] = related
     fields.update(extra)  # suppressions, baselineState
