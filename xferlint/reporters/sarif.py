@@ -353,6 +353,17 @@ def _shown_steps(count: int) -> range | list[int]:
     return [*range(MAX_FLOW_STEPS - 1), count - 1]
 
 
+def _flow_text(steps: list[Step], shown: int) -> str:
+    """The code flow's message: each step with its device; when only `shown` of the steps
+    are (`_shown_steps`), the first _NAMED_STEPS, how many more, and the last."""
+    capped = shown < len(steps)
+    picked = [*steps[:_NAMED_STEPS], steps[-1]] if capped else steps
+    names = [f"{s.node} ({s.device or '?'})" for s in picked]
+    if capped:
+        names.insert(_NAMED_STEPS, f"({len(steps) - _NAMED_STEPS - 1:,} more)")
+    return " -> ".join(names)
+
+
 def _result(finding: Finding, rule_index: int, locator: _Locator, fingerprint: str, **extra) -> Result:
     primary_node = finding.nodes[0] if finding.nodes else "?"
     primary = _primary_step(finding)
@@ -396,14 +407,8 @@ def _result(finding: Finding, rule_index: int, locator: _Locator, fingerprint: s
         if len(shown) < len(finding.steps):
             flow["message"] = new(Message, text=f"the first {len(shown) - 1:,} and the last of "
                                                 f"{len(finding.steps):,} steps")
-        path = [finding.steps[i] for i in shown]
-        if len(shown) < len(finding.steps):
-            path = path[:_NAMED_STEPS] + path[-1:]
-        text = " -> ".join(f"{s.node} ({s.device or '?'})" for s in path)
-        if len(shown) < len(finding.steps):
-            head, _, last = text.rpartition(" -> ")
-            text = f"{head} -> ({len(finding.steps) - _NAMED_STEPS - 1:,} more) -> {last}"
-        fields["code_flows"] = [new(CodeFlow, thread_flows=[new(ThreadFlow, **flow)], message=new(Message, text=text))]
+        fields["code_flows"] = [new(CodeFlow, thread_flows=[new(ThreadFlow, **flow)],
+                                    message=new(Message, text=_flow_text(finding.steps, len(shown))))]
     if related:
         fields["related_locations"] = related
     fields.update(extra)  # suppressions, baselineState
