@@ -370,6 +370,7 @@ def _result(finding: Finding, rule_index: int, locator: _Locator, fingerprint: s
     if primary is not None and finding.steps:
         primary_node = finding.steps[primary].node
     shown = _shown_steps(len(finding.steps))
+    picked = [(i, finding.steps[i]) for i in shown]
     thread = [
         new(
             ThreadFlowLocation,
@@ -377,13 +378,11 @@ def _result(finding: Finding, rule_index: int, locator: _Locator, fingerprint: s
             execution_order=i + 1,
             properties=_bag(role=step.role, device=step.device, operator=step.target),
         )
-        for i in shown
-        for step in (finding.steps[i],)
+        for i, step in picked
     ]
     related = [
-        locator.location(finding.steps[i].location, finding, finding.steps[i].node,
-                         message=step_message(finding.steps[i]), id=i + 1)
-        for i in shown
+        locator.location(step.location, finding, step.node, message=step_message(step), id=i + 1)
+        for i, step in picked
         if i != primary
     ]
     fields = dict(

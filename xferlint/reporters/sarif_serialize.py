@@ -52,17 +52,8 @@ def to_dict(obj: Any) -> Any:
     written when it was set through `new()`; for an object built some other way, when its
     value is not None (defaults included: better one field too many than a silently
     changed meaning)."""
-    fields = _fields(type(obj))
-    if fields is not None:
-        chosen = getattr(obj, _SET, None)
-        out: dict[str, Any] = {}
-        for name, prop in fields:
-            value = getattr(obj, name)
-            if value is not None and (chosen is None or name in chosen):
-                out[prop] = to_dict(value)
-        return out
-    if isinstance(obj, dict):
-        return {str(key): to_dict(value) for key, value in obj.items()}
+    if _fields(type(obj)) is not None or isinstance(obj, dict):
+        return {key: to_dict(value) for key, value in _items(obj)}
     if isinstance(obj, (list, tuple)):
         return [to_dict(item) for item in obj]
     if obj is None or isinstance(obj, (str, int, float, bool)):
