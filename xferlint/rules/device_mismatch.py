@@ -209,7 +209,7 @@ class DeviceMismatch(Rule):
         if not bad:
             return None
         writers = [facts.writer(v) for v, _ in bad]
-        operands = _grouped(bad)
+        operands = _grouped(ctx, bad)
         tagged = [v for v, _ in bad if (facts.value(v) and facts.value(v).spec_device is not None)]
         nbytes = _sum_bytes(facts, [v for v, _ in bad])
         sized = f" ({format_bytes(nbytes)})" if nbytes is not None else ""
@@ -315,16 +315,12 @@ class DeviceMismatch(Rule):
             yield ctx.finding(self, message, path, None, anchor=writers[0], detail=detail)
 
 
-def _grouped(pairs: list[tuple[str, Device]]) -> str:
+def _grouped(ctx: RuleContext, pairs: list[tuple[str, Device]]) -> str:
     """`x` and `y` from cpu, `z` from cuda:1; at most LISTED operands named per device,
     then how many more (a delegate may read 100,000 host tensors)."""
-    text: dict[int, str] = {}  # id(device) -> str(device): a few objects for 100,000 operands
     by_device: dict[str, list[str]] = {}
-    for vid, device in pairs:
-        name = text.get(id(device))
-        if name is None:
-            name = text[id(device)] = str(device)
-        by_device.setdefault(name, []).append(vid)
+    for vid, device in pairs:  # device_text: str(device) once per device object
+        by_device.setdefault(ctx.device_text(device), []).append(vid)
     return ", ".join(f"{listed(vids)} from {device}" for device, vids in by_device.items())
 
 
