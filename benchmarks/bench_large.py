@@ -9,6 +9,8 @@ plan; one read-back per method). Shapes (xferlint.testing.synthetic_pte, cached 
 benchmarks/out/large/):
 
 - ladder: blocks of 8 instructions (XF001, XF004, XF005), 1k / 10k / 100k instructions;
+- planned: the ladder with every tensor planned in bytes of its own, as a memory plan that
+  reuses nothing writes it (the ladder's values share a few tensor tables);
 - delegates: the ladder with a BackendDelegate per call (its own compile specs and blob),
   as ExecuTorch writes one per partition: 250 / 2,500 / 25,000 delegates;
 - in-place: a host buffer written in place and copied in every block;
@@ -60,6 +62,7 @@ def shapes() -> dict[str, tuple[str, list[int], Callable[[int], bytes]]]:
 
     return {
         "ladder": ("instruction", [1_000, 10_000, 100_000], lambda n: sp.ladder(max(1, n // 8))),
+        "planned": ("instruction", [1_000, 10_000, 100_000], lambda n: sp.planned_ladder(max(1, n // 8))),
         "delegates": ("instruction", [1_000, 10_000, 100_000], lambda n: sp.delegates_ladder(max(1, n // 8))),
         "in-place": ("instruction", [1_000, 10_000, 100_000], lambda n: sp.in_place_ladder(max(1, n // 4))),
         "fan-out": ("instruction", [1_000, 10_000, 100_000], lambda n: sp.fan_out(max(1, n // 3))),

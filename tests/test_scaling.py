@@ -58,12 +58,28 @@ def test_synthetic_programs_are_valid_pte_files():
     (sp.delegates_ladder, 100, 1_000),  # a delegate per call: XF005 re-sorted per device object (was quadratic)
     (sp.wide_inputs, 500, 5_000),  # one XF007 about every input of a wide delegate (its detail named them all)
     (sp.short_loops, 500, 5_000),  # a backward jump every two instructions
+    (sp.planned_ladder, 100, 1_000),  # no two tensors alike: each value read and built on its own
 ], ids=["in-place", "wide-delegate", "fan-out", "loops", "nested-loops", "jumps-to-one-head", "constant-chain",
-        "delegate-per-call", "wide-inputs", "short-loops"])
+        "delegate-per-call", "wide-inputs", "short-loops", "planned-ladder"])
 def test_work_per_unit_stays_flat(build, small, large):
     per_small = _calls(build(small)) / small
     per_large = _calls(build(large)) / large
     assert per_large < 1.25 * per_small, (per_small, per_large)
+
+
+def test_tensors_in_bytes_of_their_own_read_as_the_shared_ones_do():
+    """A memory plan that reuses nothing gives every value a tensor table of its own: the
+    values keep their own placements, share their metadata, and the findings are the ladder's."""
+    shared_view, shared = _lint(sp.ladder(20))
+    own_view, own = _lint(sp.planned_ladder(20))
+    assert _counts(own) == _counts(shared) == {"XF001": 38, "XF004": 1, "XF005": 20}
+    values = [v for v in own_view.methods[0].values.values() if v.placement is not None]
+    assert len({(v.placement.buffer, v.placement.offset) for v in values}) == len(values) > 100
+    assert len({id(v.tensor) for v in values}) == 1
+    before = {v.id: (v.tensor, v.declared_device, v.spec_device, v.constant_name, v.mutable)
+              for v in shared_view.methods[0].values.values()}
+    assert {v.id: (v.tensor, v.declared_device, v.spec_device, v.constant_name, v.mutable)
+            for v in own_view.methods[0].values.values()} == before
 
 
 def _decide_fixes(data: bytes):

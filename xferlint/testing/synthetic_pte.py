@@ -194,6 +194,13 @@ def ladder(blocks: int) -> bytes:
 
 
 @lru_cache(maxsize=16)
+def planned_ladder(blocks: int) -> bytes:
+    """`ladder`, with every planned tensor in bytes of its own, as in a memory plan that
+    reuses nothing: no two values share a tensor table, where the ladder's repeat a few."""
+    return serialize([_own_bytes(_ladder_plan(blocks))])
+
+
+@lru_cache(maxsize=16)
 def delegates_ladder(blocks: int) -> bytes:
     """`ladder`, with a BackendDelegate of its own per call (two per block), each with its
     own `target_device` compile spec and processed blob, as ExecuTorch lowers a program

@@ -509,6 +509,7 @@ _COMPARISONS = [0]  # how many comparisons this process ran (tests read it)
 
 _NULL_VALUE = EValueInfo(NULL)
 _new_instr = partial(tuple.__new__, Instr)  # Instr from all its fields, without the generated __new__
+_new_tensor_info = partial(tuple.__new__, TensorInfo)
 
 
 def _tensor_info(key: tuple) -> TensorInfo:
@@ -518,11 +519,9 @@ def _tensor_info(key: tuple) -> TensorInfo:
     if alloc is not None:
         memory_id, offset = alloc[0], alloc[1] | (alloc[2] << 32)
     device_type, device_index, external, fqn = extra if extra is not None else (0, 0, False, None)
-    return TensorInfo(
-        scalar_type=scalar_type, sizes=sizes, data_buffer_idx=data_buffer_idx, memory_id=memory_id,
-        memory_offset=offset, device_type=device_type, device_index=device_index,
-        has_device_info=extra is not None, dynamism=dynamism, external=external, fqn=fqn,
-    )
+    # every field in order, without the generated __new__'s keyword handling (one per tensor)
+    return _new_tensor_info((scalar_type, sizes, data_buffer_idx, memory_id, offset, device_type, device_index,
+                             extra is not None, dynamism, external, fqn))
 
 
 def self_checked() -> tuple[frozenset[str], int]:
@@ -793,22 +792,21 @@ class _FastTables:
                 return None  # a name: read (and charged) element by element
         memo: dict[tuple, EValueInfo] = {}
         tensors = self._tensors
-        t: Optional[Template] = None
 
-        def intern(var: tuple) -> EValueInfo:
-            f = t.fields(var)
-            alloc = (f["a_id"], f["a_low"], f["a_high"]) if alloc_at is not None else None
-            extra = (f["device"], f["index"], f["location"] == 1, None) if extra_at is not None else None
-            key = (f["scalar"], tuple(f[f"n{j}"] for j in range(n)), f["data"], f["dynamism"], alloc, extra)
+        def intern(var: tuple, key: tuple) -> EValueInfo:
             ev = tensors.get(key)
             if ev is None:
                 ev = tensors[key] = EValueInfo(TENSOR, tensor=_tensor_info(key))
             memo[var] = ev
             return ev
 
+        # the key `_tensor` makes of the same fields, built by the matcher only on a miss
+        alloc = "({a_id}, {a_low}, {a_high})" if alloc_at is not None else "None"
+        extra = "({device}, {index}, {location} == 1, None)" if extra_at is not None else "None"
         t = fp.compile(self.buf, ["scalar", "data", "dynamism", *(f"n{j}" for j in range(n)), "a_id", "a_low",
                                   "a_high", "location", "device", "index"],
-                       "memo_get({*}) or intern({*})", {"memo_get": memo.get, "intern": intern})
+                       f"memo_get({{*}}) or intern({{*}}, ({{scalar}}, {{n*}}, {{data}}, {{dynamism}}, {alloc}, {extra}))",
+                       {"memo_get": memo.get, "intern": intern})
         if t is not None and sizes_at is not None:
             t.need, t.charge = n * 4, n * 4 or 1  # what `_tensor` checks and charges
         return t

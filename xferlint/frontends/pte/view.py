@@ -201,6 +201,14 @@ def delegate_io(plan: pp.Plan, args: tuple[int, ...], seen: set[int], fixed: set
 _new = object.__new__
 _NODE = Frozen(Node)
 _VALUE = Frozen(Value)
+_PLACEMENT = Frozen(Placement)
+
+
+def _shaped(t: pp.TensorInfo) -> tuple[TensorMeta, Optional[int]]:
+    """(the TensorMeta of a tensor info's shape, dtype and dynamism; its planned bytes)."""
+    nbytes = t.nbytes
+    shape: tuple[Optional[int], ...] = t.sizes if t.dynamism != 2 else tuple(None for _ in t.sizes)
+    return TensorMeta(shape=shape, dtype=t.dtype, nbytes=nbytes if t.dynamism == 0 else None), nbytes
 # The fields the builder fills, in Node's declaration order: where they are all of Node's
 # (they are, unless Node changes), a Node is built by filling its own `__dict__` in that
 # order (what `__init__` leaves), else through `_NODE.of`.
@@ -272,7 +280,8 @@ class _MethodBuilder:
         self.buffer_devices = self._buffer_devices()
         self.input_set = frozenset(plan.inputs)
         self.ids = _value_ids(len(plan.values))  # `value_id` of each, made once
-        self._fields: dict[tuple, dict] = {}
+        self._kinds: dict[tuple, tuple[Value, bool, bool]] = {}  # `_tensor_kind`
+        self._metas: dict[tuple, tuple[TensorMeta, Optional[int]]] = {}  # `_tensor_fields`
         self.constants: list[int] = []  # constant tensors but inputs: a CONSTANT node each
         self.state: list[int] = []  # constants and named mutable buffers
         self.lists: set[int] = set()  # (optional) tensor lists
@@ -333,22 +342,25 @@ class _MethodBuilder:
         return _VALUE.renamed(zip(self.ids, protos))
 
     def _tensor_kind(self, t: pp.TensorInfo, is_input: bool) -> tuple[Value, bool, bool]:
-        """(a Value with the tensor's metadata, whether it gets a CONSTANT node, whether it
-        holds data before the first instruction)."""
+        """(a Value with the tensor's metadata and the id "", whether it gets a CONSTANT node,
+        whether it holds data before the first instruction), once per equal tensor info."""
         key = (t, is_input)
-        fields_ = self._fields.get(key)
-        if fields_ is None:
-            fields_ = self._fields[key] = self._tensor_fields(t, is_input)
-        constant = t.data_buffer_idx > 0 or t.external
-        return _VALUE.new(id="", **fields_), constant and not is_input, constant or bool(t.planned and t.fqn)
+        found = self._kinds.get(key)
+        if found is None:
+            constant = t.data_buffer_idx > 0 or t.external
+            found = self._kinds[key] = (_VALUE.whole(self._tensor_fields(t, is_input)), constant and not is_input,
+                                        constant or bool(t.planned and t.fqn))
+        return found
 
     def _tensor_fields(self, t: pp.TensorInfo, is_input: bool) -> dict:
-        """A tensor value's fields but its id (its metadata shared by the equal ones)."""
-        shape: tuple[Optional[int], ...] = t.sizes
-        nbytes = t.nbytes if t.dynamism == 0 else None
-        if t.dynamism == 2:
-            shape = tuple(None for _ in t.sizes)
-        placement = Placement(buffer=t.memory_id, offset=t.memory_offset or 0, nbytes=t.nbytes) if t.planned else None
+        """A tensor value's fields, id "" first, in declaration order (`Frozen.whole`). Where
+        every tensor has bytes of its own (a real memory plan), tensor infos rarely repeat, but
+        their shapes do: the TensorMeta is shared per shape, dtype and dynamism."""
+        meta_key = (t.sizes, t.scalar_type, t.dynamism)
+        shaped = self._metas.get(meta_key)
+        if shaped is None:
+            shaped = self._metas[meta_key] = _shaped(t)
+        meta, nbytes = shaped
         constant = None
         if t.data_buffer_idx > 0 or t.external:
             constant = t.fqn or f"constant {t.data_buffer_idx}"
@@ -356,14 +368,18 @@ class _MethodBuilder:
             constant = t.fqn  # a mutable buffer's name (emit_mutable_buffer_names=True)
         tag = device_of(t.device_type, t.device_index)
         start = self._start_device(t, tag, is_input)
-        return dict(
-            tensor=TensorMeta(shape=shape, dtype=t.dtype, nbytes=nbytes),
-            declared_device=start,
-            spec_device=tag if start != tag else None,
-            constant_name=constant,
-            mutable=t.planned and (t.data_buffer_idx > 0 or bool(t.fqn)),
-            placement=placement,
-        )
+        planned = t.memory_id is not None
+        return {
+            "id": "",
+            "tensor": meta,
+            "declared_device": start,
+            "constant_name": constant,
+            # devices are interned: `is` first (a Device compares in Python)
+            "spec_device": tag if start is not tag and start != tag else None,
+            "mutable": planned and (t.data_buffer_idx > 0 or bool(t.fqn)),
+            "placement": _PLACEMENT.whole({"buffer": t.memory_id, "offset": t.memory_offset or 0, "nbytes": nbytes})
+            if planned else None,
+        }
 
     def _start_device(self, t: pp.TensorInfo, tag: Device, is_input: bool) -> Device:
         """Where a method input or constant really starts (as the graph frontend decides it
