@@ -13,14 +13,18 @@ columns give largest / smallest for time and calls per unit.
 serializer, not lowering) and cached under benchmarks/out/scaling/ (building is not timed):
 
 - pte ladder: 8 instructions per block (XF001, XF004, XF005), 1k -> 100k instructions;
+- pte planned: the ladder with every tensor in bytes of its own (a memory plan that reuses
+  nothing: no two values share a tensor table);
 - pte delegates: the ladder with a BackendDelegate per call, as ExecuTorch writes one per
   partition (XF005 grouped by device object: quadratic in delegates until 2026-12-05);
 - pte in-place: a host buffer written in place and copied in every block (XF004's cubic case);
 - pte one slot: one host slot written by a host op and by a D2H in every block (XF005
   scanned the slot's readers per write: quadratic until 2026-12-05);
 - pte fan-out: one host value copied by thousands of H2Ds, each read by its own delegate;
-- pte wide delegate: one delegate call with 1k -> 100k arguments;
-- pte loops: 100 -> 10,000 `map`-shaped loops, each closed by a backward jump;
+- pte wide delegate: one delegate call with 1k -> 100k arguments, each copied to it by an
+  H2D; pte wide inputs: one reading 1k -> 100k method inputs directly (one XF007);
+- pte loops: 100 -> 10,000 `map`-shaped loops, each closed by a backward jump; pte short
+  loops: 1k -> 100k loops of one host op and the jump that closes it;
 - pte nested loops: 100 -> 10,000 loops nested in one another; pte jumps to one head:
   100 -> 10,000 backward jumps to one loop head (dominators and dominance frontiers);
 - pte methods: 10 -> 1,000 methods.
@@ -217,12 +221,15 @@ def view_case() -> Case:
 def cases() -> list[Case]:
     return [
         instructions_case("pte-ladder", "ladder", 8),
+        instructions_case("pte-planned", "planned_ladder", 8),
         instructions_case("pte-delegates", "delegates_ladder", 8),
         instructions_case("pte-in-place", "in_place_ladder", 4),
         instructions_case("pte-one-slot", "one_slot", 4),
         instructions_case("pte-fan-out", "fan_out", 3),
         pte_case("pte-wide", "argument", [1_000, 10_000, 100_000], [1_000, 10_000], "wide_delegate", lambda s: s),
+        pte_case("pte-wide-inputs", "argument", [1_000, 10_000, 100_000], [1_000, 10_000], "wide_inputs", lambda s: s),
         pte_case("pte-loops", "loop", [100, 1_000, 10_000], [100, 1_000], "loops", lambda s: s),
+        pte_case("pte-short-loops", "jump", [1_000, 10_000, 100_000], [1_000, 10_000], "short_loops", lambda s: s),
         pte_case("pte-nested-loops", "loop", [100, 1_000, 10_000], [100, 1_000], "nested_loops", lambda s: s),
         pte_case("pte-jumps-to-one-head", "jump", [100, 1_000, 10_000], [100, 1_000], "jumps_to_one_head",
                  lambda s: s),
