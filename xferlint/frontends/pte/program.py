@@ -791,22 +791,19 @@ class _FastTables:
             if fqn_at is not None:
                 return None  # a name: read (and charged) element by element
         memo: dict[tuple, EValueInfo] = {}
-        tensors = self._tensors
+        interned = self._interned_tensor
 
         def intern(var: tuple, key: tuple) -> EValueInfo:
-            ev = tensors.get(key)
-            if ev is None:
-                ev = tensors[key] = EValueInfo(TENSOR, tensor=_tensor_info(key))
-            memo[var] = ev
+            ev = memo[var] = interned(key)
             return ev
 
         # the key `_tensor` makes of the same fields, built by the matcher only on a miss
         alloc = "({a_id}, {a_low}, {a_high})" if alloc_at is not None else "None"
         extra = "({device}, {index}, {location} == 1, None)" if extra_at is not None else "None"
+        key = "({scalar}, {n*}, {data}, {dynamism}, " + alloc + ", " + extra + ")"
         t = fp.compile(self.buf, ["scalar", "data", "dynamism", *(f"n{j}" for j in range(n)), "a_id", "a_low",
                                   "a_high", "location", "device", "index"],
-                       f"memo_get({{*}}) or intern({{*}}, ({{scalar}}, {{n*}}, {{data}}, {{dynamism}}, {alloc}, {extra}))",
-                       {"memo_get": memo.get, "intern": intern})
+                       "memo_get({*}) or intern({*}, " + key + ")", {"memo_get": memo.get, "intern": intern})
         if t is not None and sizes_at is not None:
             t.need, t.charge = n * 4, n * 4 or 1  # what `_tensor` checks and charges
         return t
@@ -881,7 +878,11 @@ class _FastTables:
                 start, n = self._vector(x + xoffsets[0], 1, f"values[{i}] name")
                 fqn = d.text(buf[start : start + n])
             extra = (device_type, device_index, location == 1, fqn)
-        key = (scalar, sizes, data, dynamism, alloc, extra)
+        return self._interned_tensor((scalar, sizes, data, dynamism, alloc, extra))
+
+    def _interned_tensor(self, key: tuple) -> EValueInfo:
+        """The one EValueInfo of a tensor's raw fields (`_tensor`'s key), shared by the
+        element-by-element reader and the templates."""
         ev = self._tensors.get(key)
         if ev is None:
             ev = self._tensors[key] = EValueInfo(TENSOR, tensor=_tensor_info(key))

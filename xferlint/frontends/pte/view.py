@@ -202,13 +202,6 @@ _new = object.__new__
 _NODE = Frozen(Node)
 _VALUE = Frozen(Value)
 _PLACEMENT = Frozen(Placement)
-
-
-def _shaped(t: pp.TensorInfo) -> tuple[TensorMeta, Optional[int]]:
-    """(the TensorMeta of a tensor info's shape, dtype and dynamism; its planned bytes)."""
-    nbytes = t.nbytes
-    shape: tuple[Optional[int], ...] = t.sizes if t.dynamism != 2 else tuple(None for _ in t.sizes)
-    return TensorMeta(shape=shape, dtype=t.dtype, nbytes=nbytes if t.dynamism == 0 else None), nbytes
 # The fields the builder fills, in Node's declaration order: where they are all of Node's
 # (they are, unless Node changes), a Node is built by filling its own `__dict__` in that
 # order (what `__init__` leaves), else through `_NODE.of`.
@@ -269,6 +262,13 @@ class _Seen:
 
     def add(self, value: int) -> None:
         self.values.add(value)
+
+
+def _shaped(t: pp.TensorInfo) -> tuple[TensorMeta, Optional[int]]:
+    """(the TensorMeta of a tensor info's shape, dtype and dynamism; its planned bytes)."""
+    nbytes = t.nbytes
+    shape: tuple[Optional[int], ...] = t.sizes if t.dynamism != 2 else tuple(None for _ in t.sizes)
+    return TensorMeta(shape=shape, dtype=t.dtype, nbytes=nbytes if t.dynamism == 0 else None), nbytes
 
 
 class _MethodBuilder:
@@ -368,7 +368,7 @@ class _MethodBuilder:
             constant = t.fqn  # a mutable buffer's name (emit_mutable_buffer_names=True)
         tag = device_of(t.device_type, t.device_index)
         start = self._start_device(t, tag, is_input)
-        planned = t.memory_id is not None
+        planned = t.planned
         return {
             "id": "",
             "tensor": meta,
