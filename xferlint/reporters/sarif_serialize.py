@@ -52,8 +52,9 @@ def to_dict(obj: Any) -> Any:
     written when it was set through `new()`; for an object built some other way, when its
     value is not None (defaults included: better one field too many than a silently
     changed meaning)."""
-    if _fields(type(obj)) is not None or isinstance(obj, dict):
-        return {key: to_dict(value) for key, value in _items(obj)}
+    members = _members(obj)
+    if members is not None:
+        return {key: to_dict(value) for key, value in members}
     if isinstance(obj, (list, tuple)):
         return [to_dict(item) for item in obj]
     if obj is None or isinstance(obj, (str, int, float, bool)):
@@ -68,7 +69,9 @@ def dumps(log: Any) -> str:
     walk over the objects: no intermediate dicts, and json's C string encoder for every
     string (with `indent`, json.dumps runs its pure-Python encoder: a log of 100,000
     locations took a minute)."""
-    items = _items(log)
+    items = _members(log)
+    if items is None:
+        raise TypeError(f"cannot serialize a {type(log).__name__} into SARIF")
     first = [item for key in ("$schema", "version") for item in items if item[0] == key]
     out: list[str] = []
     _write_items(first + [item for item in items if item[0] not in ("$schema", "version")], "\n", out)
@@ -76,13 +79,12 @@ def dumps(log: Any) -> str:
     return "".join(out)
 
 
-def _items(obj: Any) -> list[tuple[str, Any]]:
-    """(property, value) of what `to_dict` writes of a sarif-om object or a dict."""
+def _members(obj: Any) -> Optional[list[tuple[str, Any]]]:
+    """(property, value) of what `to_dict` writes of a sarif-om object or a dict; None for
+    any other value (its class's fields looked up once, not once to ask and again to read)."""
     fields = _fields(type(obj))
     if fields is None:
-        if isinstance(obj, dict):
-            return [(str(key), value) for key, value in obj.items()]
-        raise TypeError(f"cannot serialize a {type(obj).__name__} into SARIF")
+        return [(str(key), value) for key, value in obj.items()] if isinstance(obj, dict) else None
     chosen = getattr(obj, _SET, None)
     items = []
     for name, prop in fields:
@@ -108,11 +110,12 @@ def _write_items(items: list[tuple[str, Any]], pad: str, out: list[str]) -> None
 
 def _write(obj: Any, pad: str, out: list[str]) -> None:
     """The JSON text of `obj` (what `to_dict` makes of it) at indentation `pad`."""
-    kind = type(obj)
-    if kind is str:
+    if type(obj) is str:
         out.append(encode_string(obj))
-    elif _fields(kind) is not None or isinstance(obj, dict):
-        _write_items(_items(obj), pad, out)
+        return
+    members = _members(obj)
+    if members is not None:
+        _write_items(members, pad, out)
     elif isinstance(obj, (list, tuple)):
         if not obj:
             out.append("[]")
