@@ -330,9 +330,10 @@ class RuleContext:
         if applicability is _RULES:
             applicability = rule.fix_applicability
         made, new = self._steps, self._new_step
+        locatable = self.locatable()  # before the steps: where nothing is, `_new_step` locates none
         # one key and one look-up per step, made or not (`step`'s own, inline)
         steps = [made.get(key := (node.index, node.name, role)) or new(key, node, role) for node, role in path]
-        if location is None and self.locatable():
+        if location is None and locatable:
             if anchor is not None:
                 location = self.locate(anchor)
             if location is None:

@@ -33,11 +33,6 @@ _INPUT, _CONSTANT, _DELEGATE, _COMPUTE, _MOVE = (OpKind.INPUT, OpKind.CONSTANT, 
                                                  OpKind.MOVE)
 
 
-def _tensor(facts: DeviceFacts, vid: str) -> bool:
-    value = facts.value(vid)
-    return value is not None and value.tensor is not None
-
-
 def recorded_device(facts: DeviceFacts, vid: str) -> Optional[Device]:
     """What the program's metadata says: the spec tag when it differs from where the value
     starts, else its declared device."""
@@ -194,24 +189,37 @@ class DeviceMismatch(Rule):
     def _delegate(self, ctx: RuleContext, node: Node, tainted: set[str]):
         facts = ctx.facts
         expected = node.device or CPU
-        bad = []  # one device look-up per operand: a delegate may read 100,000
+        # One pass over the operands (a delegate may read 100,000) that gathers all the
+        # finding needs of each: its device, whether it is a tensor, its tag and its bytes.
+        bad = []
+        tagged = []
+        nbytes: Optional[int] = 0
         differs: dict[int, bool] = {}  # id(device) -> whether it is another device (a Device compares in Python)
         devices = facts.devices  # facts.device's dict, read directly: once per operand
+        values = facts.method.values  # facts.value's
         for v in node.inputs:
-            if v not in tainted:
-                device = devices.get(v, UNREACHED)
-                other = differs.get(id(device))  # the solved devices outlive this loop: ids stay theirs
-                if other is None:
-                    other = differs[id(device)] = (isinstance(device, Device) and device is not expected
-                                                   and device != expected)
-                if other and _tensor(facts, v):
-                    bad.append((v, device))
+            if v in tainted:
+                continue
+            device = devices.get(v, UNREACHED)
+            other = differs.get(id(device))  # the solved devices outlive this loop: ids stay theirs
+            if other is None:
+                other = differs[id(device)] = (isinstance(device, Device) and device is not expected
+                                               and device != expected)
+            if not other:
+                continue
+            value = values.get(v)
+            if value is None or value.tensor is None:
+                continue
+            bad.append((v, device))
+            if value.spec_device is not None:
+                tagged.append(v)
+            if nbytes is not None:
+                size = value.tensor.nbytes
+                nbytes = None if size is None else nbytes + size
         if not bad:
             return None
-        writers = [facts.writer(v) for v, _ in bad]
+        writers = facts.sole_writers([v for v, _ in bad])
         operands = _grouped(ctx, bad)
-        tagged = [v for v, _ in bad if (facts.value(v) and facts.value(v).spec_device is not None)]
-        nbytes = _sum_bytes(facts, [v for v, _ in bad])
         sized = f" ({format_bytes(nbytes)})" if nbytes is not None else ""
         who = words.at(ctx, node)
         message = f"{who} on {expected} reads {_short_grouped(ctx, bad, who)}, no copy{sized}"
@@ -319,8 +327,12 @@ def _grouped(ctx: RuleContext, pairs: list[tuple[str, Device]]) -> str:
     """`x` and `y` from cpu, `z` from cuda:1; at most LISTED operands named per device,
     then how many more (a delegate may read 100,000 host tensors)."""
     by_device: dict[str, list[str]] = {}
-    for vid, device in pairs:  # device_text: str(device) once per device object
-        by_device.setdefault(ctx.device_text(device), []).append(vid)
+    groups: dict[int, list[str]] = {}  # id(device) -> its group: str(device) once per device object
+    for vid, device in pairs:
+        group = groups.get(id(device))
+        if group is None:
+            group = groups[id(device)] = by_device.setdefault(ctx.device_text(device), [])
+        group.append(vid)
     return ", ".join(f"{listed(vids)} from {device}" for device, vids in by_device.items())
 
 
@@ -355,8 +367,3 @@ def _declared_mismatch(facts: DeviceFacts, vid: str, differs: dict) -> bool:
     if found is None:
         found = differs[key] = recorded != inferred
     return found
-
-
-def _sum_bytes(facts: DeviceFacts, vids: list[str]) -> Optional[int]:
-    sizes = [facts.nbytes(v) for v in vids]
-    return None if any(s is None for s in sizes) else sum(sizes)
