@@ -291,6 +291,8 @@ class _MethodBuilder:
         self.kernels: tuple[tuple, ...] = ()  # per operator: `_operator`
         self._h2d: dict[int, Optional[Device]] = {}  # id(EValueInfo) -> `_h2d_device`
         self._delegates: dict[int, tuple] = {}
+        # decode_compile_specs by the raw specs: a program's delegates mostly carry the same ones
+        self._specs: dict[tuple, tuple] = {}
 
     # values -----------------------------------------------------------------------
     def _buffer_devices(self) -> tuple[Device, ...]:
@@ -487,7 +489,10 @@ class _MethodBuilder:
         got = self._delegates.get(index)
         if got is None:
             delegate = self.plan.delegates[index]
-            specs, device = decode_compile_specs(delegate.compile_specs)
+            decoded = self._specs.get(delegate.compile_specs)
+            if decoded is None:
+                decoded = self._specs[delegate.compile_specs] = decode_compile_specs(delegate.compile_specs)
+            specs, device = decoded
             got = self._delegates[index] = (DelegateInfo(backend=delegate.id, compile_specs=specs, index=index), device)
         return got
 
