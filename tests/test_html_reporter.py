@@ -112,3 +112,27 @@ def test_a_thousand_node_program_collapses_to_a_few_columns():
     assert sum(len(c.ops) for c in cols) == 1000
     svg, anchors = render(timeline, "m0", [Mark("f-1", 1, "warning", ("n500",), ())])
     assert anchors["f-1"] in svg and svg.count('data-bytes="4096"') == 4
+
+
+def test_a_delegate_with_thousands_of_results_folds_its_getitems_in_linear_work(monkeypatch):
+    # each getitem after a delegate once rebuilt the delegate's column with its members
+    # tuple one longer: n getitems copied n**2 / 2 names
+    from xferlint.analyzer.timeline import MethodTimeline, TimelineNode
+    from xferlint.reporters import html_timeline
+
+    built = []
+    column = html_timeline.Column
+    monkeypatch.setattr(html_timeline, "Column", lambda *fields: built.append(len(fields[3])) or column(*fields))
+
+    def names_copied(results: int) -> int:
+        nodes = [TimelineNode(index=0, name="call", kind="delegate", target="executorch_call_delegate",
+                              device="cuda:0")]
+        nodes += [TimelineNode(index=k + 1, name=f"getitem_{k}", kind="getitem", target="getitem",
+                               device="cuda:0") for k in range(results)]
+        built.clear()
+        cols = html_timeline.columns(MethodTimeline("wide.py", "program", "forward", "graph", tuple(nodes), ()),
+                                     frozenset())
+        assert [c.members for c in cols] == [("call", *(f"getitem_{k}" for k in range(results)))]
+        return sum(built)
+
+    assert names_copied(2_000) / 2_000 < 1.25 * names_copied(200) / 200

@@ -64,23 +64,22 @@ def columns(timeline: MethodTimeline, flagged: frozenset[str]) -> list[Column]:
     """The columns of a timeline; nodes in `flagged` are never collapsed away."""
     copies = {c.index: c for c in timeline.copies}
     raw: list[Column] = []
+    # the bookkeeping nodes folded into each column after its own node, gathered in a list and
+    # joined to its members once: a tuple grown per node was quadratic in a delegate's getitems
+    folded: list[list[str]] = []
     pending: list[str] = []  # bookkeeping nodes before the first column
     for node in timeline.nodes:
         copy = copies.get(node.index)
         if copy is None and node.kind in QUIET:
-            if raw:
-                last = raw[-1]
-                raw[-1] = Column(last.kind, last.device, last.ops, last.members + (node.name,), last.copy)
-            else:
-                pending.append(node.name)
+            (folded[-1] if raw else pending).append(node.name)
             continue
         kind = "copy" if copy is not None else "delegate" if node.kind == "delegate" else "node"
         device = copy.target if copy is not None else node.device
         raw.append(Column(kind, device, (node,), tuple(pending) + (node.name,), copy))
+        folded.append([])
         pending = []
-    if pending and raw:
-        last = raw[-1]
-        raw[-1] = Column(last.kind, last.device, last.ops, last.members + tuple(pending), last.copy)
+    raw = [Column(c.kind, c.device, c.ops, c.members + tuple(more), c.copy) if more else c
+           for c, more in zip(raw, folded)]
     return _collapse(raw, flagged)
 
 
