@@ -29,6 +29,9 @@ benchmarks/out/large/):
   its D2H in every block (XF003 each D2H), 1k / 10k / 100k instructions;
 - outputs: one delegate with 1k / 10k / 100k results, each round-tripping through the host
   into a second delegate, every tensor in bytes of its own (the fix trial's walk budget);
+- mutable-buffers: one delegate staging 1k / 10k / 100k buffers (H2D in, D2H back, `aten::copy_`
+  write-back: an XF011 each, as a KV cache per layer the partition does not own; XF011 found
+  each buffer among the delegate's results with tuple.index, quadratic until 2026-12-05);
 - constant-chain: a parameter through 1k / 10k / 100k host ops, then copied (XF006);
 - methods: 10 / 100 / 1,000 methods.
 
@@ -76,6 +79,7 @@ def shapes() -> dict[str, tuple[str, list[int], Callable[[int], bytes]]]:
         "in-place-dup": ("instruction", [1_000, 10_000, 100_000], lambda n: sp.in_place_duplicates(max(1, n // 6))),
         "one-slot": ("instruction", [1_000, 10_000, 100_000], lambda n: sp.one_slot(max(1, n // 4))),
         "outputs": ("output", [1_000, 10_000, 100_000], sp.output_round_trips),
+        "mutable-buffers": ("buffer", [1_000, 10_000, 100_000], sp.mutable_buffers),
         "constant-chain": ("host op", [1_000, 10_000, 100_000], sp.constant_chain),
         "methods": ("method", [10, 100, 1_000], sp.methods),
     }

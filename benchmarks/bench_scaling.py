@@ -23,6 +23,8 @@ serializer, not lowering) and cached under benchmarks/out/scaling/ (building is 
 - pte fan-out: one host value copied by thousands of H2Ds, each read by its own delegate;
 - pte wide delegate: one delegate call with 1k -> 100k arguments, each copied to it by an
   H2D; pte wide inputs: one reading 1k -> 100k method inputs directly (one XF007);
+- pte mutable buffers: one delegate staging 1k -> 100k buffers, each copied in, copied back
+  and written back (an XF011 each; quadratic until 2026-12-05);
 - pte loops: 100 -> 10,000 `map`-shaped loops, each closed by a backward jump; pte short
   loops: 1k -> 100k loops of one host op and the jump that closes it;
 - pte nested loops: 100 -> 10,000 loops nested in one another; pte jumps to one head:
@@ -228,6 +230,8 @@ def cases() -> list[Case]:
         instructions_case("pte-fan-out", "fan_out", 3),
         pte_case("pte-wide", "argument", [1_000, 10_000, 100_000], [1_000, 10_000], "wide_delegate", lambda s: s),
         pte_case("pte-wide-inputs", "argument", [1_000, 10_000, 100_000], [1_000, 10_000], "wide_inputs", lambda s: s),
+        pte_case("pte-mutable-buffers", "buffer", [1_000, 10_000, 100_000], [1_000, 10_000], "mutable_buffers",
+                 lambda s: s),
         pte_case("pte-loops", "loop", [100, 1_000, 10_000], [100, 1_000], "loops", lambda s: s),
         pte_case("pte-short-loops", "jump", [1_000, 10_000, 100_000], [1_000, 10_000], "short_loops", lambda s: s),
         pte_case("pte-nested-loops", "loop", [100, 1_000, 10_000], [100, 1_000], "nested_loops", lambda s: s),

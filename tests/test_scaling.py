@@ -176,3 +176,98 @@ def test_finding_a_method_past_its_work_budget_costs_the_same_whatever_the_budge
 
     calls(budget)  # once before counting: the CFG's blocks are worked out at the first ask
     assert calls(2 * budget) < 1.05 * calls(budget)
+
+
+class _Scanned(tuple):
+    """A node's operands or results that count the elements each membership test, `index`
+    and iteration goes over: a scan in C, which neither calls nor lines show."""
+
+    elements = 0
+
+    def index(self, value, *bounds):
+        found = tuple.index(self, value, *bounds)
+        _Scanned.elements += found + 1
+        return found
+
+    def __contains__(self, value):
+        _Scanned.elements += len(self)
+        return tuple.__contains__(self, value)
+
+    def __iter__(self):
+        _Scanned.elements += len(self)
+        return tuple.__iter__(self)
+
+
+def _delegate_scans(data: bytes, code: str) -> tuple[int, int]:
+    """(elements of the delegates' operands and results that rule `code` goes over, its findings)."""
+    from xferlint.analyzer.view import OpKind
+    from xferlint.rules.base import RuleContext
+
+    view = load_pte_bytes(data, label="scaling.pte").view
+    method = view.methods[0]
+    facts = DeviceFacts.compute(method)
+    for node in method.nodes:
+        if node.kind is OpKind.DELEGATE:
+            object.__setattr__(node, "inputs", _Scanned(node.inputs))
+            object.__setattr__(node, "outputs", _Scanned(node.outputs))
+    rule = next(r for r in select_rules() if r.code == code)
+    _Scanned.elements = 0
+    findings = list(rule.check(RuleContext(program=view, method=method, facts=facts)))
+    return _Scanned.elements, len(findings)
+
+
+def test_a_delegate_staging_thousands_of_buffers_is_scanned_linearly():
+    # one delegate reads n buffers through H2Ds and writes each back: XF011 once found each
+    # buffer's place among the delegate's results (and operands) with tuple.index, n scans
+    # of n elements in C
+    small, large = _delegate_scans(sp.mutable_buffers(100), "XF011"), _delegate_scans(sp.mutable_buffers(1_000), "XF011")
+    assert (small[1], large[1]) == (100, 1_000)
+    assert large[0] / 1_000 < 1.25 * small[0] / 100, (small, large)
+
+
+def _cpu_delegate_between_partitions(ops: int):
+    """A graph view (built directly: a `.pte` keeps no delegate's inner ops, and lowering
+    thousands of ops through XNNPACK would take minutes) where an XNNPACK delegate running
+    `ops` ops sits between two cuda:0 delegates, the value crossing the bus both ways."""
+    from xferlint.analyzer.lattice import CPU, Device
+    from xferlint.analyzer.view import DelegateInfo, InnerOp, MethodView, Node, OpKind, ProgramView, TensorMeta, Value
+
+    cuda = Device("cuda", 0)
+    meta = TensorMeta(shape=(8, 8), dtype="float32", nbytes=256)
+    device = DelegateInfo(backend="CudaBackend")
+    inner = tuple(InnerOp(name=f"op_{k}", target=f"aten.op{k % 50}.default", location=None) for k in range(ops))
+    xnnpack = DelegateInfo(backend="XnnpackBackend", ops=inner, input_readers=(0,), output_writers=(ops - 1,))
+    nodes: list[Node] = []
+    values: dict[str, Value] = {}
+
+    def add(kind, target, inputs, device_=None, delegate=None) -> str:
+        out = f"v{len(nodes)}"
+        values[out] = Value(id=out, tensor=meta, declared_device=CPU if kind is OpKind.INPUT else None)
+        nodes.append(Node(index=len(nodes), name=f"n{len(nodes)}", kind=kind, target=target, inputs=inputs,
+                          outputs=(out,), device=device_, delegate=delegate))
+        return out
+
+    def call(v: str, device_, delegate) -> str:
+        result = add(OpKind.DELEGATE, "executorch_call_delegate", (v,), device_, delegate)
+        return add(OpKind.GETITEM, "getitem", (result,))
+
+    x = add(OpKind.INPUT, "input", ())
+    y = add(OpKind.D2H, "et_copy._d2h_copy.default", (call(add(OpKind.H2D, "et_copy._h2d_copy.default", (x,), cuda),
+                                                            cuda, device),))
+    z = add(OpKind.H2D, "et_copy._h2d_copy.default", (call(y, None, xnnpack),), cuda)
+    out = add(OpKind.D2H, "et_copy._d2h_copy.default", (call(z, cuda, device),))
+    method = MethodView(name="forward", nodes=tuple(nodes), values=values, inputs=(x,), outputs=(out,))
+    return ProgramView(input="split.py", name="program", kind="graph", methods=(method,))
+
+
+def test_a_cpu_delegate_of_thousands_of_ops_splitting_a_partition_stays_flat():
+    # XF005 names the ops a CPU delegate runs: it once worked out the delegate's kinds of
+    # op again for each of its ops (quadratic: 3,000 ops took 11 s for one finding)
+    def calls(ops: int) -> int:
+        view = _cpu_delegate_between_partitions(ops)
+        profile = cProfile.Profile()
+        findings = profile.runcall(analyze, view, select_rules(select=["XF005"]), transfers=[])
+        assert [f.code for f in findings] == ["XF005"] and "XnnpackBackend" in findings[0].message
+        return pstats.Stats(profile).total_calls
+
+    assert calls(2_000) / 2_000 < 1.25 * calls(200) / 200

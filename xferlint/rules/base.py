@@ -198,6 +198,12 @@ class RuleContext:
                                       for loc in (self._inside_writing(w),) if loc is not None), None)
         return found
 
+    def position(self, node: Node, vid: str, outputs: bool = False) -> Optional[int]:
+        """Where `vid` first appears among `node`'s operands (or, with `outputs`, its
+        results); None if not at all. Indexed once per node: rules that ask this of every
+        value a delegate reads or writes stay linear however many it has."""
+        return self._position(node, vid, outputs)
+
     def _position(self, node: Node, vid: str, outputs: bool) -> Optional[int]:
         """Where `vid` first appears among `node`'s operands (or results); None if not at all.
         One dict per node, so a delegate with 100,000 operands is not scanned once per operand."""

@@ -512,9 +512,11 @@ def _host_op(node: Node) -> str:
     ops it runs."""
     if is_cpu_delegate(node):
         inner = node.delegate.ops if node.delegate is not None else ()
-        shown = [op for op in inner if op_name(op.target) in _inner_kinds(node)][:_SHOWN]
+        kinds = set(_inner_kinds(node))  # once, not once per op: a delegate may run thousands
+        runs = [op for op in inner if op_name(op.target) in kinds]
+        shown = runs[:_SHOWN]
         running = "; ".join(f"`{op_name(op.target)}`{_line(op.location)}" for op in shown)
-        more = len([op for op in inner if op_name(op.target) in _inner_kinds(node)]) - len(shown)
+        more = len(runs) - len(shown)
         running += f" and {more} more" if more > 0 else ""
         return f"`{_backend(node)}` ({tick(node.name)}" + (f", running {running})" if running else ")")
     return f"`{op_name(node.target)}` ({tick(node.name)}{_line(node.location)})"

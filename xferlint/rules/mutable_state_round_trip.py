@@ -11,7 +11,7 @@ buffer, with every copy of it in both directions.
 from __future__ import annotations
 
 from functools import partial
-from typing import Optional
+from typing import Callable, Optional
 
 from xferlint.analyzer.facts import DeviceFacts
 from xferlint.analyzer.lattice import Device
@@ -23,6 +23,8 @@ from xferlint.rules.base import Example, Rule, RuleContext, format_bytes
 
 _WRITE_BACK_OPS = frozenset({"aten.copy_.default", "aten.copy_.out", "aten.copy.out"})
 _PASS_THROUGH = frozenset({OpKind.ALIAS, OpKind.MOVE, OpKind.GETITEM})
+# `RuleContext.position`: (node, value, among its results?) -> where the value first sits
+Position = Callable[..., Optional[int]]
 
 
 @dataclass(frozen=True)
@@ -56,35 +58,36 @@ def _source_d2h(facts: DeviceFacts, node: Node, vid: str, hops: int = 6) -> Opti
     return None
 
 
-def _delegate_of(facts: DeviceFacts, vid: str) -> Optional[tuple[Node, int]]:
+def _delegate_of(facts: DeviceFacts, vid: str, position: Position) -> Optional[tuple[Node, int]]:
     """The delegate (and its result position) a device value comes from, through getitems."""
     for _ in range(4):
         writer = facts.writer(vid)
         if writer is None:
             return None
         if writer.kind == OpKind.DELEGATE:
-            return writer, writer.outputs.index(vid)
+            return writer, position(writer, vid, True)
         if writer.kind not in _PASS_THROUGH or not writer.inputs:
             return None
         vid = writer.inputs[0]
     return None
 
 
-def staged_states(facts: DeviceFacts) -> list[StagedState]:
-    """Every buffer of the method whose state crosses the bus each call, in program order."""
+def staged_states(facts: DeviceFacts, position: Position) -> list[StagedState]:
+    """Every buffer of the method whose state crosses the bus each call, in program order.
+    `position`: `RuleContext.position`, where a value sits among a node's operands or results."""
     by_buffer: dict[str, list[Node]] = {}
     for node in facts.method.nodes:
         if _is_write_back(node):
             by_buffer.setdefault(node.inputs[0], []).append(node)
     found = []
     for buffer, writes in by_buffer.items():
-        state = _staged(facts, buffer, tuple(writes))
+        state = _staged(facts, buffer, tuple(writes), position)
         if state is not None:
             found.append(state)
     return found
 
 
-def _staged(facts: DeviceFacts, buffer: str, writes: tuple[Node, ...]) -> Optional[StagedState]:
+def _staged(facts: DeviceFacts, buffer: str, writes: tuple[Node, ...], position: Position) -> Optional[StagedState]:
     value = facts.value(buffer)
     if value is None or value.tensor is None or facts.is_output(buffer) or buffer in facts.method.inputs:
         return None
@@ -100,7 +103,7 @@ def _staged(facts: DeviceFacts, buffer: str, writes: tuple[Node, ...]) -> Option
             continue
         d2hs[d2h.index] = d2h
         devices.append(source)
-        origin = _delegate_of(facts, d2h.inputs[0])
+        origin = _delegate_of(facts, d2h.inputs[0], position)
         if origin is not None:
             delegates[origin[0].index] = origin[0]
     h2ds: dict[int, Node] = {}
@@ -120,19 +123,20 @@ def _staged(facts: DeviceFacts, buffer: str, writes: tuple[Node, ...]) -> Option
     )
 
 
-def _write_location(facts: DeviceFacts, state: StagedState) -> Optional[SourceLocation]:
+def _write_location(facts: DeviceFacts, state: StagedState, position: Position) -> Optional[SourceLocation]:
     """Where the model writes the state: the op inside the delegate producing its new value
     (the lowered module's original graph), else the buffer read's first op."""
     for d2h in state.d2hs:
-        origin = _delegate_of(facts, d2h.inputs[0])
+        origin = _delegate_of(facts, d2h.inputs[0], position)
         if origin is not None and origin[0].delegate is not None:
             op = origin[0].delegate.writer_of(origin[1])
             if op is not None and op.location is not None:
                 return op.location
     for h2d in state.h2ds:
         for consumer in facts.readers(h2d.output):
-            if consumer.delegate is not None and h2d.output in consumer.inputs:
-                op = consumer.delegate.reader_of(consumer.inputs.index(h2d.output))
+            at = position(consumer, h2d.output) if consumer.delegate is not None else None
+            if at is not None:
+                op = consumer.delegate.reader_of(at)
                 if op is not None and op.location is not None:
                     return op.location
     return None
@@ -222,7 +226,7 @@ class MutableStateRoundTrip(Rule):
     )
 
     def check(self, ctx: RuleContext):
-        for state in staged_states(ctx.facts):
+        for state in staged_states(ctx.facts, ctx.position):
             yield self._finding(ctx, state)
 
     def _finding(self, ctx: RuleContext, state: StagedState):
@@ -232,7 +236,7 @@ class MutableStateRoundTrip(Rule):
         to_device = ctx.copies_bytes(state.h2ds) if state.h2ds else 0
         back = ctx.copies_bytes(state.d2hs) if state.d2hs else 0
         delegates = ", ".join(tick(d.name) for d in state.delegates[:3]) or "a device delegate"
-        location = _write_location(facts, state)
+        location = _write_location(facts, state, ctx.position)
         where = f" (written at line {location.line}: `{location.code}`)" if location and location.code else ""
         symbolic = (" (the shapes are symbolic: the bytes are known only at run time)"
                     if None in (to_device, back) else "")

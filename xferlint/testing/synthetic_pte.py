@@ -391,6 +391,22 @@ def output_round_trips(outputs: int) -> bytes:
 
 
 @lru_cache(maxsize=16)
+def mutable_buffers(count: int) -> bytes:
+    """One delegate reading `count` host buffers through H2Ds and returning each one's new
+    value, copied back (D2H) and written into it by `aten::copy_`: a KV cache per layer
+    that the device partition does not own (an XF011 per buffer), every tensor in bytes of
+    its own."""
+    b = PlanBuilder()
+    x = b.input()
+    buffers = [b.tensor() for _ in range(count)]
+    results = b.delegate([b.h2d(buffer) for buffer in buffers] + [b.h2d(x)], outputs=count + 1)
+    for buffer, y in zip(buffers, results):
+        b.kernel("aten::copy_", "out", [buffer, b.d2h(y), buffer, buffer])
+    b.outputs.append(b.d2h(results[-1]))
+    return serialize([_own_bytes(b.plan())])
+
+
+@lru_cache(maxsize=16)
 def dead_copies(count: int) -> bytes:
     """A delegate's result copied to host and back `count` times, nothing reading the end:
     each D2H is dead (XF003) and feeds the rest of the chain, so planning every XF003 fix
