@@ -79,7 +79,7 @@ def shapes() -> dict[str, tuple[str, list[int], Callable[[int], bytes]]]:
         "in-place-dup": ("instruction", [1_000, 10_000, 100_000], lambda n: sp.in_place_duplicates(max(1, n // 6))),
         "one-slot": ("instruction", [1_000, 10_000, 100_000], lambda n: sp.one_slot(max(1, n // 4))),
         "outputs": ("output", [1_000, 10_000, 100_000], sp.output_round_trips),
-        "mutable-buffers": ("buffer", [1_000, 10_000, 100_000], sp.mutable_buffers),
+        "mutable-buffers": ("buffer", [1_000, 10_000, 100_000], lambda n: sp.mutable_buffers(n)),
         "constant-chain": ("host op", [1_000, 10_000, 100_000], sp.constant_chain),
         "methods": ("method", [10, 100, 1_000], sp.methods),
     }

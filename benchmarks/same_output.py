@@ -34,7 +34,8 @@ def pte_inputs() -> list[Path]:
     from xferlint.testing import synthetic_pte as sp
 
     wanted = {"ladder": [1_000, 10_000], "in-place": [10_000], "fan-out": [10_000], "wide": [10_000],
-              "loops": [1_000], "methods": [100], "planned": [1_000], "outputs": [1_000]}
+              "loops": [1_000], "methods": [100], "planned": [1_000], "outputs": [1_000],
+              "wide-inputs": [10_000], "mutable-buffers": [1_000]}
     shapes = bl.shapes()
     paths = [bl.program(name, size, shapes[name][2]) for name, sizes in wanted.items() for size in sizes]
     small = bl.OUT / "rewritten-ladder.pte"  # a buffer rewritten between copies: fixes refused and applied
