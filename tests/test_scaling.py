@@ -271,3 +271,58 @@ def test_a_cpu_delegate_of_thousands_of_ops_splitting_a_partition_stays_flat():
         return pstats.Stats(profile).total_calls
 
     assert calls(2_000) / 2_000 < 1.25 * calls(200) / 200
+
+
+def test_constant_jumps_beside_thousands_of_inputs_are_read_linearly():
+    # a method of n inputs and n loops closed by a jump on an unwritten Bool (ExecuTorch's
+    # unconditional jump): the view once looked each condition up in the plan's inputs, a tuple
+    from xferlint.frontends.pte.program import read_program
+    from xferlint.frontends.pte.view import view_of
+
+    def scans(n: int) -> int:
+        b = sp.PlanBuilder()
+        inputs = [b.input() for _ in range(n)]
+        x, done = inputs[0], b.bool_(False)
+        for _ in range(n):
+            start = len(b.instructions)
+            x = b.host(x)
+            b.jump_false(done, start)
+        b.outputs.append(x)
+        program = read_program(sp.serialize([b.plan()]))
+        program = program._replace(plans=tuple(p._replace(inputs=_Scanned(p.inputs)) for p in program.plans))
+        _Scanned.elements = 0
+        view, _ = view_of(program, input="jumps.pte", name="jumps", file=None)
+        assert sum(1 for node in view.methods[0].nodes if node.target == "jump_false") == n
+        return _Scanned.elements
+
+    assert scans(2_000) / 2_000 < 1.25 * scans(200) / 200
+
+
+def test_thousands_of_method_inputs_written_back_are_looked_up_linearly():
+    # caller-owned state written back in place (XF011's own advice: a KV cache as a method
+    # input): XF011 once asked the method's inputs, a tuple, about every buffer written back
+    from xferlint.analyzer.lattice import CPU
+    from xferlint.analyzer.view import MethodView, Node, OpKind, ProgramView, TensorMeta, Value
+    from xferlint.rules.base import RuleContext
+
+    def scans(n: int) -> int:
+        meta = TensorMeta(shape=(8, 8), dtype="float32", nbytes=256)
+        nodes, values = [], {}
+        for k in range(n):
+            values[f"in{k}"] = Value(id=f"in{k}", tensor=meta, declared_device=CPU)
+            nodes.append(Node(index=len(nodes), name=f"input_{k}", kind=OpKind.INPUT, target="input",
+                              outputs=(f"in{k}",)))
+        for k in range(n):
+            values[f"w{k}"] = Value(id=f"w{k}", tensor=meta)
+            nodes.append(Node(index=len(nodes), name=f"copy_{k}", kind=OpKind.COMPUTE, target="aten.copy_.default",
+                              inputs=(f"in{k}", f"in{(k + 1) % n}"), outputs=(f"w{k}",), mutates=True))
+        method = MethodView(name="forward", nodes=tuple(nodes), values=values,
+                            inputs=_Scanned(f"in{k}" for k in range(n)), outputs=())
+        view = ProgramView(input="state.py", name="program", kind="graph", methods=(method,))
+        facts = DeviceFacts.compute(method)
+        _Scanned.elements = 0
+        rule = next(r for r in select_rules() if r.code == "XF011")
+        assert list(rule.check(RuleContext(program=view, method=method, facts=facts))) == []
+        return _Scanned.elements
+
+    assert scans(2_000) / 2_000 < 1.25 * scans(200) / 200

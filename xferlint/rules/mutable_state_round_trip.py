@@ -80,16 +80,18 @@ def staged_states(facts: DeviceFacts, position: Position) -> list[StagedState]:
         if _is_write_back(node):
             by_buffer.setdefault(node.inputs[0], []).append(node)
     found = []
+    inputs = frozenset(facts.method.inputs)  # once: every buffer written back asks
     for buffer, writes in by_buffer.items():
-        state = _staged(facts, buffer, tuple(writes), position)
+        state = _staged(facts, buffer, tuple(writes), position, inputs)
         if state is not None:
             found.append(state)
     return found
 
 
-def _staged(facts: DeviceFacts, buffer: str, writes: tuple[Node, ...], position: Position) -> Optional[StagedState]:
+def _staged(facts: DeviceFacts, buffer: str, writes: tuple[Node, ...], position: Position,
+            inputs: frozenset[str]) -> Optional[StagedState]:
     value = facts.value(buffer)
-    if value is None or value.tensor is None or facts.is_output(buffer) or buffer in facts.method.inputs:
+    if value is None or value.tensor is None or facts.is_output(buffer) or buffer in inputs:
         return None
     d2hs: dict[int, Node] = {}
     delegates: dict[int, Node] = {}

@@ -639,7 +639,7 @@ class _MethodBuilder:
                 jump = start + ins.destination if ins.destination < n else after_chain[c]
                 if written is None:
                     written = set(_flatten(map(_OUTPUTS, self.nodes[first_instruction:])))
-                constant = _constant_bool(plan, ins.cond, ids[ins.cond] in written)
+                constant = _constant_bool(plan, ins.cond, ids[ins.cond] in written, self.input_set)
                 if constant is not True:
                     targets.append(jump)
                 if constant is not False:
@@ -654,11 +654,12 @@ class _MethodBuilder:
         return ControlFlowGraph(successors=tuple(succ), exits=frozenset(exits))
 
 
-def _constant_bool(plan: pp.Plan, index: int, written: bool) -> Optional[bool]:
+def _constant_bool(plan: pp.Plan, index: int, written: bool, inputs: frozenset[int]) -> Optional[bool]:
     """The value of a jump's condition when it is a Bool constant (`written`: whether an
-    instruction writes it: then it is not one)."""
+    instruction writes it: then it is not one; `inputs`: the plan's inputs, as a set, since
+    every jump asks)."""
     ev = plan.values[index]
-    if ev.kind == pp.BOOL and not written and index not in plan.inputs:
+    if ev.kind == pp.BOOL and not written and index not in inputs:
         return bool(ev.scalar)
     return None
 
