@@ -109,6 +109,11 @@ def test_fix_decisions_stay_flat(build, small, large):
 def _lines(data: bytes) -> int:
     """Lines executed by `_lint` (each turn of a loop is one): a scan inside a generator
     expression is one Python call however long it is, so calls cannot see it."""
+    return _lines_of(lambda: _lint(data))
+
+
+def _lines_of(run) -> int:
+    """Lines executed by `run()`."""
     import sys
     import threading
 
@@ -122,7 +127,7 @@ def _lines(data: bytes) -> int:
 
     sys.settrace(trace)
     try:
-        _lint(data)
+        run()
     finally:
         sys.settrace(None)
         threading.settrace(None)
@@ -326,3 +331,22 @@ def test_thousands_of_method_inputs_written_back_are_looked_up_linearly():
         return _Scanned.elements
 
     assert scans(2_000) / 2_000 < 1.25 * scans(200) / 200
+
+
+def test_reads_seeing_every_write_of_a_slot_share_one_list_of_writers():
+    # read flow-insensitively (past the work budget), every read of a slot written in
+    # every block sees all its writes: each rule's ask once built (and sorted) that list
+    # again, so XF006 went over blocks**2 writers
+    from xferlint.analyzer.cfg import FlowFacts
+    from xferlint.rules.base import RuleContext
+
+    def lines(blocks: int) -> int:
+        view = load_pte_bytes(sp.slot_loops(blocks), label="slot.pte").view
+        method = view.methods[0]
+        facts = DeviceFacts.compute(method)
+        facts._flow = FlowFacts.compute(method, method.cfg, work_limit=1)  # the fall-back at any size
+        assert not facts._flow.exact
+        rule = next(r for r in select_rules() if r.code == "XF006")
+        return _lines_of(lambda: list(rule.check(RuleContext(program=view, method=method, facts=facts))))
+
+    assert lines(1_000) / 1_000 < 1.25 * lines(100) / 100

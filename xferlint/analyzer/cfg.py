@@ -25,7 +25,7 @@ from __future__ import annotations
 from functools import cached_property, partial
 from itertools import chain, compress, repeat
 from operator import attrgetter, ne
-from typing import TYPE_CHECKING, Callable, Iterable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
 
 from xferlint.analyzer.dominators import immediate_dominators
 from xferlint.analyzer.view import OpKind
@@ -345,6 +345,9 @@ class FlowFacts:
         self._outputs = outputs
         self._nodes = nodes
         self._cfg = cfg
+        # `reaching_writer_nodes`' lists, by value (flow-insensitive) or by the name of a
+        # merge of several writes: every read of a slot asks, and a slot may have thousands
+        self._writer_nodes: dict = {}
         if writers is not None:  # the fallback computed them: `writers` need not
             self.__dict__["writers"] = writers
 
@@ -387,6 +390,25 @@ class FlowFacts:
         if self.reads is None:
             return self.writers.get(vid, frozenset()) | {ENTRY}
         return self.reads.at(node, vid)
+
+    def reaching_writer_nodes(self, node: int, vid: str) -> "list[Node]":
+        """The nodes of `reaching_writer_indices`. Reads that see the same writes (every read
+        of a value, flow-insensitive; the reads of one merge of several writes) share one
+        list, made once: callers only read it."""
+        if self.reads is None:
+            key: Any = vid
+        else:
+            name = self.reads.name_at(node, vid)
+            if name >= 0:  # one writer, the common case
+                return [self._nodes[name]]
+            if name == ENTRY:
+                return []
+            key = name
+        found = self._writer_nodes.get(key)
+        if found is None:
+            found = self._writer_nodes[key] = list(map(self._nodes.__getitem__,
+                                                       self.reaching_writer_indices(node, vid)))
+        return found
 
     def reaching_writer_indices(self, node: int, vid: str) -> list[int]:
         """`reaching` without ENTRY, sorted: the nodes whose write the read can see."""

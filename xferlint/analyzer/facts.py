@@ -84,8 +84,7 @@ class DeviceFacts:
         the method has no CFG: SSA values have one), in program order."""
         if self._flow is None:
             return self.writers(vid)
-        nodes = self.method.nodes
-        return [nodes[i] for i in self._flow.reaching_writer_indices(node.index, vid)]
+        return self._flow.reaching_writer_nodes(node.index, vid)  # shared: read, never change it
 
     def derived(self, key: str, compute: Callable[["DeviceFacts"], T]) -> T:
         """`compute(self)`, computed once per facts and kept under `key`: something later

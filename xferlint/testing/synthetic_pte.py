@@ -378,6 +378,22 @@ def _own_bytes(plan: s.ExecutionPlan) -> s.ExecutionPlan:
 
 
 @lru_cache(maxsize=16)
+def slot_loops(blocks: int) -> bytes:
+    """`one_slot` with every block closing a loop back to the method's head: past a few
+    thousand blocks the sparse reaching definitions exceed their work budget and the
+    method is read flow-insensitively, where every read of the slot sees all its writes."""
+    b = PlanBuilder()
+    x, slot = b.input(), b.tensor()
+    for _ in range(blocks):
+        b.kernel("aten::cos", "out", [x, slot, slot])
+        (y,) = b.delegate([b.h2d(slot)])
+        b.kernel("et_copy::_d2h_copy", "out", [y, slot, slot])
+        _loop_control(b, 0)
+    b.outputs.append(slot)
+    return serialize([b.plan()])
+
+
+@lru_cache(maxsize=16)
 def output_round_trips(outputs: int) -> bytes:
     """One delegate with `outputs` results, each copied to host and back into a second
     delegate (an XF001 per result), every tensor in bytes of its own. Each fix keeps one
