@@ -167,9 +167,22 @@ def _segments_for(facts: DeviceFacts, device: Device, host: set[int], d2hs: list
 
     # what each copy touches, once: the reaches start there and the segments' copies are found there
     entries_of = {d.index: host_readers(d.index) for d in d2hs}
-    exits_of = {h.index: [w.index for w in reaching(h, h.inputs[0]) if w.index in host] for h in h2ds}
+    # H2Ds whose reads see the same writes (a slot's, where the method is read flow-
+    # insensitively: every write of it) share one list of writers, and then one list of
+    # host writers, filtered once; the reach starts from each distinct list once
+    filtered: dict[int, tuple[list[Node], list[int]]] = {}
+
+    def host_writers(h: Node) -> list[int]:
+        writers = reaching(h, h.inputs[0])
+        got = filtered.get(id(writers))
+        if got is None or got[0] is not writers:  # the pair keeps `writers` (and so its id) alive
+            got = filtered[id(writers)] = (writers, [w.index for w in writers if w.index in host])
+        return got[1]
+
+    exits_of = {h.index: host_writers(h) for h in h2ds}
+    distinct_exits = {id(found): found for found in exits_of.values()}.values()
     forward = _reach([r for found in entries_of.values() for r in found], host_readers)
-    backward = _reach([w for found in exits_of.values() for w in found], lambda i: [w for w in sources(i) if w in host])
+    backward = _reach([w for found in distinct_exits for w in found], lambda i: [w for w in sources(i) if w in host])
     split = forward & backward
     if not split:
         return []
@@ -197,8 +210,13 @@ def _segments_for(facts: DeviceFacts, device: Device, host: set[int], d2hs: list
         for root in _roots(entries_of[d.index], split, find):
             entries.setdefault(root, []).append(d)
     exits: dict[int, list[Node]] = {}
+    exit_roots: dict[int, list[int]] = {}  # by id of a shared list of host writers (`host_writers`)
     for h in h2ds:
-        for root in _roots(exits_of[h.index], split, find):
+        members = exits_of[h.index]
+        roots = exit_roots.get(id(members))
+        if roots is None:
+            roots = exit_roots[id(members)] = _roots(members, split, find)
+        for root in roots:
             exits.setdefault(root, []).append(h)
     result = []
     for root, members in groups.items():
