@@ -18,6 +18,7 @@ from xferlint.frontends.pte.view import load_pte_bytes
 from xferlint.pipeline import analyze
 from xferlint.selection import select_rules
 from xferlint.testing import synthetic_pte as sp
+from xferlint.testing.work import lines_run
 
 
 def _lint(data: bytes):
@@ -109,29 +110,7 @@ def test_fix_decisions_stay_flat(build, small, large):
 def _lines(data: bytes) -> int:
     """Lines executed by `_lint` (each turn of a loop is one): a scan inside a generator
     expression is one Python call however long it is, so calls cannot see it."""
-    return _lines_of(lambda: _lint(data))
-
-
-def _lines_of(run) -> int:
-    """Lines executed by `run()`."""
-    import sys
-    import threading
-
-    count = 0
-
-    def trace(frame, event, arg):
-        nonlocal count
-        if event == "line":
-            count += 1
-        return trace
-
-    sys.settrace(trace)
-    try:
-        run()
-    finally:
-        sys.settrace(None)
-        threading.settrace(None)
-    return count
+    return lines_run(lambda: _lint(data))
 
 
 def test_duplicate_copies_between_in_place_writes_stay_flat_line_by_line():
@@ -348,6 +327,6 @@ def test_reads_seeing_every_write_of_a_slot_share_one_list_of_writers(code):
         facts._flow = FlowFacts.compute(method, method.cfg, work_limit=1)  # the fall-back at any size
         assert not facts._flow.exact
         rule = next(r for r in select_rules() if r.code == code)
-        return _lines_of(lambda: list(rule.check(RuleContext(program=view, method=method, facts=facts))))
+        return lines_run(lambda: list(rule.check(RuleContext(program=view, method=method, facts=facts))))
 
     assert lines(1_000) / 1_000 < 1.25 * lines(100) / 100

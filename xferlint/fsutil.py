@@ -26,6 +26,9 @@ def _alive(pid: int) -> bool:
     return True
 
 
+_SWEPT: set[str] = set()  # directories whose dead runs' temporaries this process removed
+
+
 def remove_stale_temporaries(directory: str) -> list[str]:
     """Delete the temporary files of xferlint runs that died in `directory`; their names."""
     removed = []
@@ -109,7 +112,9 @@ def _replace(path: str, pieces: Iterable[bytes]) -> None:
         if not mode & 0o222 or not os.access(path, os.W_OK):  # root's access() says yes to 0444
             raise PermissionError(errno.EACCES, "the file is read-only")
     directory = os.path.dirname(path) or "."
-    remove_stale_temporaries(directory)
+    if directory not in _SWEPT:  # once per directory and process: `check --fix` writes thousands there
+        _SWEPT.add(directory)
+        remove_stale_temporaries(directory)
     import tempfile  # only writing a file needs it
 
     fd, tmp = tempfile.mkstemp(prefix=f".xferlint-{os.getpid()}-", suffix=".tmp", dir=directory)

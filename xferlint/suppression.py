@@ -147,7 +147,8 @@ def _file_directives(path: str, stamp: tuple) -> tuple[Directive, ...]:
                  for d in parse_comment(comment, col, path, number))
 
 
-def _stamp(path: str) -> Optional[tuple]:
+def file_stamp(path: str) -> Optional[tuple]:
+    """What changes when a file does (modified time, size, inode); None when it cannot be read."""
     try:
         info = os.stat(path)
     except (OSError, ValueError):
@@ -155,10 +156,31 @@ def _stamp(path: str) -> Optional[tuple]:
     return (info.st_mtime_ns, info.st_size, info.st_ino)
 
 
+@lru_cache(maxsize=512)
+def _indexed(path: str, stamp: tuple) -> tuple[dict[int, tuple[Directive, ...]], tuple[Directive, ...]]:
+    by_line: dict[int, list[Directive]] = {}
+    file_scope = []
+    for d in _file_directives(path, stamp):
+        if d.scope == "line":
+            by_line.setdefault(d.line, []).append(d)
+        elif d.scope == "file":
+            file_scope.append(d)
+    return {line: tuple(found) for line, found in by_line.items()}, tuple(file_scope)
+
+
+def directives_by_line(path: str) -> tuple[dict[int, tuple[Directive, ...]], tuple[Directive, ...]]:
+    """A source file's line directives by line and its file directives, each in file order
+    (re-read when it changes): what a finding's line asks, without scanning the file's
+    every directive (a file may mark thousands of lines). Shared: read, never change them."""
+    absolute = os.path.abspath(path)
+    stamp = file_stamp(absolute)
+    return _indexed(absolute, stamp) if stamp is not None else ({}, ())
+
+
 def directives(path: str) -> tuple[Directive, ...]:
     """Every noqa directive of ours in a source file, in file order (re-read when it changes)."""
     absolute = os.path.abspath(path)
-    stamp = _stamp(absolute)
+    stamp = file_stamp(absolute)
     return _file_directives(absolute, stamp) if stamp is not None else ()
 
 
@@ -189,7 +211,7 @@ def not_honoured(path: str, root: Optional[str]) -> Optional[str]:
         return "an installed package"
     if root is not None and not inside(path, root):
         return f"outside the project root {root}"
-    stamp = _stamp(os.path.abspath(path))
+    stamp = file_stamp(os.path.abspath(path))
     if stamp is not None and _generated(os.path.abspath(path), stamp):
         return "generated code"
     return None

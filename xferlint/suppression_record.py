@@ -36,11 +36,11 @@ class Record:
         loc = finding.location
         if loc is None:
             return None
-        from xferlint.suppression import directives
+        from xferlint.suppression import directives_by_line
 
-        found = directives(loc.file)
-        line = next((d for d in found if d.scope == "line" and d.line == loc.line and d.covers(finding.code)), None)
-        return line or next((d for d in found if d.scope == "file" and d.covers(finding.code)), None)
+        by_line, file_scope = directives_by_line(loc.file)
+        line = next((d for d in by_line.get(loc.line, ()) if d.covers(finding.code)), None)
+        return line or next((d for d in file_scope if d.covers(finding.code)), None)
 
     def split(self, findings: Iterable[Finding]) -> list[Finding]:
         """The findings no honoured comment suppresses; the others are recorded."""

@@ -120,7 +120,10 @@ def add_noqa(findings: Iterable[Finding], root: str) -> Outcome:
         if source is None:
             outcome.skipped.append(f"{path}: cannot be read; no noqa directive added")
             continue
-        closed, found, count = _closed_lines(source.lines), directives(path), 0
+        closed, count = _closed_lines(source.lines), 0
+        found: dict[int, list] = {}  # the file's directives by line, in file order: each marked line asks
+        for directive in directives(path):
+            found.setdefault(directive.line, []).append(directive)
         for line, codes in sorted(wanted[path].items()):
             if not 0 < line <= len(source.lines):
                 continue
@@ -129,7 +132,7 @@ def add_noqa(findings: Iterable[Finding], root: str) -> Outcome:
                                        "a string or a backslash continuation, where a comment cannot go")
                 continue
             content, ending = _split(source.lines[line - 1])
-            edited = _merge(content, [d for d in found if d.line == line], codes)
+            edited = _merge(content, found.get(line, []), codes)
             if edited is not None and edited != content:
                 source.lines[line - 1] = edited + ending
                 count += 1

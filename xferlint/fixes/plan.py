@@ -284,9 +284,11 @@ class DeadClosure:
 
 def edits(plans: Iterable[FixPlan]) -> tuple[list[Rewire], list[str]]:
     """All rewires and removals of resolved plans, in order, without repeats."""
-    rewires: list[Rewire] = []
-    removes: list[str] = []
+    # dicts as ordered sets: a list scanned per item was quadratic in the plans (10,000 round
+    # trips: 33 s), and a Rewire compares field by field in Python
+    rewires: dict[Rewire, None] = {}
+    removes: dict[str, None] = {}
     for plan in plans:
-        rewires.extend(r for r in plan.rewires if r not in rewires)
-        removes.extend(n for n in plan.removes if n not in removes)
-    return rewires, removes
+        rewires.update(dict.fromkeys(plan.rewires))
+        removes.update(dict.fromkeys(plan.removes))
+    return list(rewires), list(removes)

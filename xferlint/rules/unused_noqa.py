@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from functools import partial
+from functools import lru_cache, partial
 from typing import Iterable, Optional
 
 from xferlint.analyzer.view import SourceLocation
@@ -28,13 +28,23 @@ def _build(comment: str, **kwargs):
 
 def _line_text(path: str, line: int) -> str:
     """The line as it is now (the file may have been edited since it was first read)."""
+    from xferlint.suppression import file_stamp
+
+    stamp = file_stamp(path)
+    lines = _lines(path, stamp) if stamp is not None else ()
+    return lines[line - 1].strip() if 0 < line <= len(lines) else ""
+
+
+@lru_cache(maxsize=64)
+def _lines(path: str, stamp: tuple) -> tuple[str, ...]:
+    """A source file's lines, read once per version (`stamp`): each unused directive of a
+    file asks for its own line, and a file may hold thousands."""
     import io
 
     from xferlint.suppression import decode, read_source
 
     data = read_source(path)
-    lines = io.StringIO(decode(data)[0], newline="").readlines() if data else []
-    return lines[line - 1].strip() if 0 < line <= len(lines) else ""
+    return tuple(io.StringIO(decode(data)[0], newline="").readlines()) if data else ()
 
 
 class UnusedNoqa(Rule):
