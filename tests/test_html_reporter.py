@@ -136,3 +136,30 @@ def test_a_delegate_with_thousands_of_results_folds_its_getitems_in_linear_work(
         return sum(built)
 
     assert names_copied(2_000) / 2_000 < 1.25 * names_copied(200) / 200
+
+
+def test_thousands_of_findings_find_their_columns_in_linear_work():
+    # render once looked through every column for each finding (its anchor, its marks)
+    from xferlint.analyzer.timeline import MethodTimeline, TimelineCopy, TimelineNode
+    from xferlint.reporters.html_timeline import Mark, render
+    from xferlint.testing.work import lines_run
+
+    def lines(blocks: int) -> int:
+        nodes, copies, marks = [], [], []
+        for b in range(blocks):  # delegate on cuda:0, its result copied to the host, a host op
+            i = 3 * b
+            nodes += [TimelineNode(index=i, name=f"call_{b}", kind="delegate", target="executorch_call_delegate",
+                                   device="cuda:0"),
+                      TimelineNode(index=i + 1, name=f"d2h_{b}", kind="d2h", target="et_copy._d2h_copy.out",
+                                   device="cpu"),
+                      TimelineNode(index=i + 2, name=f"cos_{b}", kind="compute", target="aten.cos.out", device="cpu")]
+            copies.append(TimelineCopy(index=i + 1, node=f"d2h_{b}", direction="d2h", source="cuda:0", target="cpu",
+                                       nbytes=256))
+            marks.append(Mark(f"f-{b}", b + 1, "warning", (f"call_{b}", f"cos_{b}"), (f"d2h_{b}",)))
+        timeline = MethodTimeline("wide.py", "program", "forward", "graph", tuple(nodes), tuple(copies))
+        anchors: dict[str, str] = {}
+        count = lines_run(lambda: anchors.update(render(timeline, "m0", marks)[1]))
+        assert len(anchors) == blocks and anchors["f-0"] == "m0-c1"  # each finding at its copy's column
+        return count
+
+    assert lines(1_000) / 1_000 < 1.25 * lines(100) / 100

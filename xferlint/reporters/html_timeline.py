@@ -109,13 +109,29 @@ def _collapse(raw: list[Column], flagged: frozenset[str]) -> list[Column]:
     return out
 
 
-def anchor(cols: Sequence[Column], mark: Mark) -> Optional[int]:
-    """The column a finding points at: its first copy's, else its first node's."""
+def anchor(cols: Sequence[Column], mark: Mark, where: Optional[dict[str, list[int]]] = None) -> Optional[int]:
+    """The column a finding points at: its first copy's, else its first node's. `where`:
+    `column_index(cols)`, made once for all a timeline's findings."""
+    where = column_index(cols) if where is None else where
     for name in mark.copies + mark.nodes:
-        for i, col in enumerate(cols):
-            if name in col.members:
-                return i
+        found = where.get(name)
+        if found:
+            return found[0]
     return None
+
+
+def column_index(cols: Sequence[Column]) -> dict[str, list[int]]:
+    """Each node name's columns, in order: what the findings look up, once per timeline
+    rather than every column per finding (a program of thousands of findings)."""
+    where: dict[str, list[int]] = {}
+    for i, col in enumerate(cols):
+        for name in col.members:
+            found = where.get(name)
+            if found is None:
+                where[name] = [i]
+            elif found[-1] != i:
+                found.append(i)
+    return where
 
 
 def _stroke(nbytes: Optional[int]) -> float:
@@ -173,12 +189,12 @@ def render(timeline: MethodTimeline, prefix: str, marks: Sequence[Mark]) -> tupl
         xs.append(x)
         x += WIDTH[col.kind] + GAP
     width, height = max(x, 200), TOP + LANE_H * len(lanes) + 8
-    anchors = {m.id: anchor(cols, m) for m in marks}
+    where = column_index(cols)
+    anchors = {m.id: anchor(cols, m, where) for m in marks}
     findings_of: dict[int, list[Mark]] = {}
     for m in marks:
-        for i, col in enumerate(cols):
-            if set(m.nodes + m.copies) & set(col.members):
-                findings_of.setdefault(i, []).append(m)
+        for i in sorted({i for name in m.nodes + m.copies for i in where.get(name, ())}):
+            findings_of.setdefault(i, []).append(m)
     parts = [f'<svg class="timeline" width="{width}" height="{height}" '
              f'viewBox="0 0 {width} {height}" role="img" aria-label="device timeline of {escape(timeline.method)}">']
     for d, i in lane_of.items():
