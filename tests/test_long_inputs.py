@@ -123,3 +123,37 @@ def _fresh_caches():
     for name in ("_file_directives", "_indexed"):
         getattr(suppression, name, None) and getattr(suppression, name).cache_clear()
     getattr(unused_noqa, "_lines", None) and unused_noqa._lines.cache_clear()
+
+
+def _run_of(programs: int, tmp_path):
+    """A CheckRun over `programs` programs of two findings each (an XF001 and an XF003),
+    each program its own file."""
+    from xferlint.analyzer.view import ProgramView
+    from xferlint.findings import Finding, Severity
+    from xferlint.frontends import LoadedProgram
+    from xferlint.pipeline import CheckRun
+
+    run = CheckRun(inputs=programs)
+    for k in range(programs):
+        path = str(tmp_path / f"p{k}.pte")
+        view = ProgramView(input=path, name=f"p{k}", kind="pte", methods=(), file=path)
+        run.loaded.append(LoadedProgram(view=view))
+        run.findings += [Finding(code=code, name="rule", severity=Severity.WARNING, message="m", input=path,
+                                 program=f"p{k}", method="forward", nodes=[], devices=[], bytes=None, fixable=False,
+                                 file=path, location=None) for code in ("XF001", "XF003")]
+    return run
+
+
+def test_ignoring_a_rule_in_thousands_of_files_replaces_them_in_one_pass(tmp_path):
+    # per-file-ignores (and a baseline, and check --fix) replaced each program's findings
+    # in turn, each replacement rebuilding the whole run's findings and transfers
+    from xferlint import per_file_ignores
+
+    def lines(programs: int) -> int:
+        run = _run_of(programs, tmp_path)
+        count = lines_run(lambda: per_file_ignores.apply(run, {str(tmp_path / "*.pte"): ["XF003"]}))
+        assert [f.code for f in run.findings] == ["XF001"] * programs
+        assert run.findings_of(run.loaded[-1].view)[0].program == f"p{programs - 1}"
+        return count
+
+    assert lines(2_000) / 2_000 < 1.25 * lines(200) / 200

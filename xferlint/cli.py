@@ -396,10 +396,12 @@ def _baseline(run, args):
         return True, None
     matched = baseline.apply(run.findings, baseline.read(path), root)
     new_ids = {id(f) for f in matched.new}
+    replacements = []
     for loaded in run.loaded:
         mine = run.findings_of(loaded.view)
         if any(id(f) not in new_ids for f in mine):
-            run.replace_findings(loaded.view, [f for f in mine if id(f) in new_ids])
+            replacements.append((loaded.view, [f for f in mine if id(f) in new_ids]))
+    run.replace_many(replacements)  # in one pass, not one rebuild of the run per program
     if matched.baselined:
         note(f"{len(matched.baselined)} finding{'s' if len(matched.baselined) != 1 else ''} accepted by "
              f"{path}")
@@ -448,7 +450,7 @@ def _check_diff(run, rules, settings, tried, output) -> int:
 def _check_fix(run, rules, settings, tried) -> None:
     """`check --fix`: rewrite each fixable `.pte` in place and report the program as it is
     now; an entry point is code, so it is reported as it is and `xferlint fix` named."""
-    from xferlint.fixes.driver import adopt, fix_run
+    from xferlint.fixes.driver import adoption, fix_run
     from xferlint.fsutil import write_atomic
     from xferlint.pipeline import error_entry
 
@@ -456,6 +458,7 @@ def _check_fix(run, rules, settings, tried) -> None:
                            kinds={"pte", "pt2"})
     for text in notes:
         note(text)
+    adopted = []
     for loaded, result in fixed:
         if result.changed and loaded.view.file:
             try:
@@ -465,7 +468,8 @@ def _check_fix(run, rules, settings, tried) -> None:
                 continue
         for line in result.summary_lines():
             print(line, file=sys.stderr)
-        adopt(run, loaded, result)
+        adopted.append(adoption(loaded, result))
+    run.replace_many(adopted)  # every fixed program in one pass over the run
     for loaded in run.loaded:
         if loaded.view.kind not in ("pte", "pt2") and any(f.fixable for f in run.findings_of(loaded.view)):
             print(f"{loaded.view.input}: not fixed: an entry point is code, --fix rewrites only .pte and .pt2 files; "

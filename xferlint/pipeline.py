@@ -155,7 +155,17 @@ class CheckRun:
     lints: list[tuple] = field(default_factory=list, repr=False)
 
     def findings_of(self, view: ProgramView) -> list[Finding]:
-        return [f for f in self.findings if f.input == view.input and f.program == view.name]
+        """The findings of program `view`, in run order. Through an index of the findings by
+        program, made once per state of `findings` (checks and fixes ask this of every one
+        of thousands of programs); the run only ever replaces or extends that list."""
+        cached = self.__dict__.get("_by_program")
+        findings = self.findings
+        if cached is None or cached[0] is not findings or cached[1] != len(findings):
+            index: dict[tuple[str, str], list[Finding]] = {}
+            for f in findings:
+                index.setdefault((f.input, f.program), []).append(f)
+            cached = self.__dict__["_by_program"] = (findings, len(findings), index)
+        return list(cached[2].get((view.input, view.name), ()))
 
     def replace_findings(self, view: ProgramView, findings: list[Finding], after: Optional[ProgramView] = None) -> None:
         """Put `findings` (and the transfer summary of `after`, default `view`) in place of
@@ -169,17 +179,17 @@ class CheckRun:
             for m in shown.methods
         ]
 
-    def replace_many(self, replacements: Sequence[tuple[ProgramView, list[Finding]]]) -> None:
-        """`replace_findings(view, findings)` for each pair in turn, in one pass over the
-        run (a check over thousands of files replaces the findings of many of them)."""
-        keys = [(view.input, view.name) for view, _ in replacements]
+    def replace_many(self, replacements: Sequence[tuple]) -> None:
+        """`replace_findings(view, findings[, after])` for each tuple in turn, in one pass over
+        the run (a check over thousands of files replaces the findings of many of them)."""
+        keys = [(r[0].input, r[0].name) for r in replacements]
         if len(set(keys)) != len(keys):  # the same program twice: the calls depend on each other
-            for view, findings in replacements:
-                self.replace_findings(view, findings)
+            for replacement in replacements:
+                self.replace_findings(*replacement)
             return
         replaced = set(keys)
         self.findings = [f for f in self.findings if (f.input, f.program) not in replaced] + [
-            f for _, findings in replacements for f in findings]
+            f for r in replacements for f in r[1]]
         known = {id(lint[1]): lint for lint in self.lints}  # facts the check computed already
 
         def facts(m):
@@ -187,10 +197,11 @@ class CheckRun:
             return lint[3].facts if lint is not None and lint[1] is m else DeviceFacts.compute(m)
 
         self.transfers = [t for t in self.transfers if (t.input, t.program) not in replaced]
-        for view, findings in replacements:
+        for view, findings, *after in replacements:
             by_method = _by_method(findings)
+            shown = after[0] if after and after[0] is not None else view
             self.transfers.extend(method_transfers(view.input, view.name, m, facts(m), by_method.get(m.name, ()))
-                                  for m in view.methods)
+                                  for m in shown.methods)
 
     def report(self, suppressed: int = 0) -> Report:
         """The report of the run; `suppressed`: findings a baseline accepted, on top of

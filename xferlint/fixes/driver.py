@@ -179,7 +179,7 @@ def fix_run(run: CheckRun, rules: Sequence[Rule], *, unsafe_fixes: bool = False,
 
     Returns (fixed, notes): (loaded, FixResult) of each program a fix was tried on, and one
     line per program that could not be fixed at all. `tried`: results `settle_fixability`
-    already computed. The run is not changed: `adopt` puts a fixed program in its place."""
+    already computed. The run is not changed: `adoption` says what puts a fixed program in its place."""
     fixed, notes = [], []
     tried = tried or {}
     for loaded in run.loaded:
@@ -197,10 +197,12 @@ def fix_run(run: CheckRun, rules: Sequence[Rule], *, unsafe_fixes: bool = False,
     return fixed, notes
 
 
-def adopt(run: CheckRun, loaded: LoadedProgram, result) -> None:
-    """Report the fixed program in place of `loaded`: its findings (a fix that was refused
-    marked so) and its transfer summary."""
+def adoption(loaded: LoadedProgram, result) -> tuple:
+    """What reports the fixed program in place of `loaded`, for `CheckRun.replace_many`:
+    (its view, its findings (a fix that was refused marked so), the fixed program's view,
+    whose transfer summary is shown). A run that fixed thousands of files replaces them in
+    one pass."""
     view = loaded.view
     after = ProgramView(input=view.input, name=view.name, kind=view.kind, file=view.file,
                         methods=tuple(m.after for m in result.methods)) if result.methods else view
-    run.replace_findings(view, _mark_refused(list(result.remaining), _refusals(result)), after)
+    return view, _mark_refused(list(result.remaining), _refusals(result)), after
