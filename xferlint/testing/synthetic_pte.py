@@ -351,12 +351,19 @@ def one_slot(blocks: int) -> bytes:
     delegate, and the delegate's result is copied back into it (over the host op's next
     write, so XF003 flags each D2H but the last): a slot with thousands of writers and
     readers, as a memory plan that shares one buffer leaves it."""
+    return _one_slot(blocks, loop=False)
+
+
+def _one_slot(blocks: int, loop: bool) -> bytes:
+    """`one_slot`'s program; with `loop`, each block closes a loop back to the method's head."""
     b = PlanBuilder()
     x, slot = b.input(), b.tensor()
     for _ in range(blocks):
         b.kernel("aten::cos", "out", [x, slot, slot])
         (y,) = b.delegate([b.h2d(slot)])
         b.kernel("et_copy::_d2h_copy", "out", [y, slot, slot])
+        if loop:
+            _loop_control(b, 0)
     b.outputs.append(slot)
     return serialize([b.plan()])
 
@@ -382,15 +389,7 @@ def slot_loops(blocks: int) -> bytes:
     """`one_slot` with every block closing a loop back to the method's head: past a few
     thousand blocks the sparse reaching definitions exceed their work budget and the
     method is read flow-insensitively, where every read of the slot sees all its writes."""
-    b = PlanBuilder()
-    x, slot = b.input(), b.tensor()
-    for _ in range(blocks):
-        b.kernel("aten::cos", "out", [x, slot, slot])
-        (y,) = b.delegate([b.h2d(slot)])
-        b.kernel("et_copy::_d2h_copy", "out", [y, slot, slot])
-        _loop_control(b, 0)
-    b.outputs.append(slot)
-    return serialize([b.plan()])
+    return _one_slot(blocks, loop=True)
 
 
 @lru_cache(maxsize=16)
