@@ -157,3 +157,65 @@ def test_ignoring_a_rule_in_thousands_of_files_replaces_them_in_one_pass(tmp_pat
         return count
 
     assert lines(2_000) / 2_000 < 1.25 * lines(200) / 200
+
+
+def _pt2_copied_twice(k: int) -> bytes:
+    """A `.pt2` (an archive holding only its model JSON) where each of `k` host inputs is
+    copied to cuda:0 twice and one `aten.cat` reads all 2k copies: k XF004 fixes, each
+    rewiring the cat from its second copy to its first."""
+    import io
+    import json
+    import zipfile
+
+    def meta(device):
+        return {"dtype": 7, "sizes": [{"as_int": 4}], "requires_grad": False, "device": device,
+                "strides": [{"as_int": 1}], "storage_offset": {"as_int": 0}, "layout": 7}
+
+    cpu, cuda = {"type": "cpu", "index": None}, {"type": "cuda", "index": 0}
+    nodes, values, inputs = [], {"cat": meta(cuda)}, []
+    for i in range(k):
+        inputs.append({"as_tensor": {"name": f"h{i}"}})
+        values[f"h{i}"] = meta(cpu)
+        for copy in ("a", "b"):
+            name = f"to_{copy}{i}"
+            values[name] = meta(cuda)
+            nodes.append({"target": "torch.ops.aten.to.dtype_layout", "name": name, "metadata": {},
+                          "inputs": [{"name": "self", "arg": {"as_tensor": {"name": f"h{i}"}}, "kind": 1},
+                                     {"name": "device", "arg": {"as_device": cuda}, "kind": 2}],
+                          "outputs": [{"as_tensor": {"name": name}}]})
+    copies = [{"name": f"to_{copy}{i}"} for i in range(k) for copy in ("a", "b")]
+    nodes.append({"target": "torch.ops.aten.cat.default", "name": "cat", "metadata": {},
+                  "inputs": [{"name": "tensors", "arg": {"as_tensors": copies}, "kind": 1}],
+                  "outputs": [{"as_tensor": {"name": "cat"}}]})
+    outputs = [{"as_tensor": {"name": "cat"}}]
+    model = {"graph_module": {"graph": {"inputs": inputs, "outputs": outputs, "nodes": nodes, "tensor_values": values},
+                              "signature": {"input_specs": [{"user_input": {"arg": i}} for i in inputs],
+                                            "output_specs": [{"user_output": {"arg": o}} for o in outputs]}},
+             "schema_version": {"major": 8, "minor": 0}}
+    data = io.BytesIO()
+    with zipfile.ZipFile(data, "w") as archive:
+        archive.writestr("m/archive_format", "pt2")
+        archive.writestr("m/archive_version", "0")
+        archive.writestr("m/models/model.json", json.dumps(model))
+    return data.getvalue()
+
+
+def test_thousands_of_rewires_of_one_reader_in_a_pt2_rename_in_linear_work():
+    # each rewire of the cat once walked all of its 2k operands for the name it renames
+    from xferlint.fixes.engine import plan_method
+    from xferlint.fixes.pt2.graph import apply_plans
+    from xferlint.frontends.pt2.view import load_pt2_bytes
+    from xferlint.selection import select_rules
+
+    def lines(k: int) -> int:
+        loaded = load_pt2_bytes(_pt2_copied_twice(k))
+        method = loaded.view.methods[0]
+        plans = plan_method(loaded.view, method, select_rules(select=["XF004"]), False, exclude=set()).plans
+        assert len(plans) == k
+        fixed = {}
+        count = lines_run(lambda: fixed.update(apply_plans(loaded.native.archive.model, method, plans)))
+        read = fixed["graph_module"]["graph"]["nodes"][-1]["inputs"][0]["arg"]["as_tensors"]
+        assert [r["name"] for r in read[:4]] == ["to_a0", "to_a0", "to_a1", "to_a1"]
+        return count
+
+    assert lines(1_000) / 1_000 < 1.25 * lines(100) / 100

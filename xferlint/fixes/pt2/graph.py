@@ -56,26 +56,23 @@ def _local(scope: str, ident: str) -> Optional[str]:
     return rest if rest and "/" not in rest else None
 
 
-def _rename(arg: Any, old: str, new: str) -> int:
-    """Rename value `old` to `new` in one argument (tensors, tensor lists, optional tensors,
-    symbolic scalars; never inside a subgraph). Returns how many references changed."""
-    changed = 0
+def _index_names(arg: Any, refs: dict[str, list[tuple[dict[str, Any], str]]]) -> None:
+    """Add to `refs` every reference to a value in argument `arg` (tensors, tensor lists,
+    optional tensors, symbolic scalars): each `name` or `as_name` string, by the value it
+    names; never inside a subgraph."""
     if isinstance(arg, list):
-        return sum(_rename(item, old, new) for item in arg)
+        for item in arg:
+            _index_names(item, refs)
+        return
     if not isinstance(arg, dict):
-        return 0
+        return
     for key, body in arg.items():
         if key == _GRAPH_ARG:
             continue
-        if key == "name" and body == old:
-            arg[key] = new
-            changed += 1
-        elif key == "as_name" and body == old:
-            arg[key] = new
-            changed += 1
+        if key in ("name", "as_name") and isinstance(body, str):
+            refs.setdefault(body, []).append((arg, key))
         else:
-            changed += _rename(body, old, new)
-    return changed
+            _index_names(body, refs)
 
 
 def _meta_without_device(graph: dict[str, Any], value: str) -> Optional[dict[str, Any]]:
@@ -96,6 +93,10 @@ class _Edit:
         # scope -> {node name: its JSON nodes}, each graph indexed when first asked: finding
         # a node by scanning its graph, once per node a plan names, was quadratic
         self._named: dict[str, dict[str, list[dict[str, Any]]]] = {}
+        # reader -> {value name: the (dict, key) pairs of its operands that name it}, indexed
+        # at the reader's first rewire: renaming by walking all of a reader's operands, once
+        # per rewire, was quadratic where thousands of rewires meet one reader (an output)
+        self._refs: dict[str, dict[str, list[tuple[dict[str, Any], str]]]] = {}
 
     def json_node(self, name: str) -> tuple[Optional[dict[str, Any]], str, str]:
         """(JSON node, scope, problem) of view node `name`."""
@@ -147,17 +148,30 @@ class _Edit:
         return None
 
     def rewire(self, reader: str, old: str, new: str) -> None:
+        """Make `reader` read `new` where it reads `old`: every reference to `old` among its
+        operands (OUTPUT's: the graph's outputs and output specs), found through the
+        reader's index of the names its operands hold."""
+        refs = self._refs.get(reader)
         if reader == OUTPUT:
-            graph, lold, lnew = self.graphs[""], old, new
-            _rename(graph.get("outputs"), lold, lnew)
-            sig = self.gm.get("signature") or {}
-            _rename(sig.get("output_specs"), lold, lnew)
+            lold, lnew = old, new
+            if refs is None:
+                refs = self._refs[reader] = {}
+                _index_names(self.graphs[""].get("outputs"), refs)
+                _index_names((self.gm.get("signature") or {}).get("output_specs"), refs)
+        else:
+            jnode, scope, _ = self.json_node(reader)
+            lold, lnew = _local(scope, old), _local(scope, new)
+            if refs is None:
+                refs = self._refs[reader] = {}
+                for inp in jnode.get("inputs") or ():
+                    if isinstance(inp, dict) and inp.get("name") != "out":
+                        _index_names(inp.get("arg"), refs)
+        if lold is None or lold == lnew:
             return
-        jnode, scope, _ = self.json_node(reader)
-        lold, lnew = _local(scope, old), _local(scope, new)
-        for inp in jnode.get("inputs") or ():
-            if isinstance(inp, dict) and inp.get("name") != "out":
-                _rename(inp.get("arg"), lold, lnew)
+        moved = refs.pop(lold, [])
+        for holder, key in moved:
+            holder[key] = lnew
+        refs.setdefault(lnew, []).extend(moved)
 
     def remove(self, names: Sequence[str]) -> None:
         gone: dict[str, set[str]] = {}
