@@ -82,13 +82,7 @@ def apply_plans(gm: torch.fx.GraphModule, plans: Sequence[FixPlan]) -> None:
     index = FxIndex(gm)
     rewires, removes = edits(plans)
     touched: set[torch.fx.Graph] = set()
-    for rewire in rewires:
-        reader, old, new = index.node(rewire.reader), index.node(rewire.old), index.node(rewire.new)
-        if old not in reader.all_input_nodes:
-            raise FixError(f"`{rewire.reader}` does not read `{rewire.old}`")
-        if new.graph is not reader.graph:
-            raise FixError(f"`{rewire.new}` and `{rewire.reader}` are in different graphs")
-        reader.replace_input_with(old, new)
+    for reader in _rewired(index, rewires):
         touched.add(reader.graph)
     order = {node: i for i, node in enumerate(itertools.chain.from_iterable(g.nodes for g in index.graphs))}
     for node in sorted((index.node(name) for name in removes), key=order.__getitem__, reverse=True):
@@ -106,6 +100,59 @@ def apply_plans(gm: torch.fx.GraphModule, plans: Sequence[FixPlan]) -> None:
     for module in gm.modules():
         if isinstance(module, torch.fx.GraphModule) and module.graph in touched:
             module.recompile()
+
+
+class _Renames:
+    """The rewires of one reader so far: `Node.replace_input_with` in effect, each applied
+    to the reader's arguments only once, by `apply` (torch.fx walks every argument of the
+    reader per call: thousands of fixes into one `aten.cat` or the output were quadratic)."""
+
+    __slots__ = ("inputs", "to", "held")
+
+    def __init__(self, reader: torch.fx.Node) -> None:
+        self.inputs = set(reader.all_input_nodes)  # what the reader reads now
+        self.to: dict[torch.fx.Node, torch.fx.Node] = {}  # an original input -> what replaces it
+        self.held: dict[torch.fx.Node, list] = {}  # a replacement -> the original inputs it holds
+
+    def replace(self, old: torch.fx.Node, new: torch.fx.Node) -> None:
+        """Every argument that reads `old` now reads `new` (the originals renamed to `old`
+        before, and `old` itself unless it was renamed away)."""
+        moved = self.held.pop(old, [])
+        if old not in self.to:
+            moved.append(old)
+        for original in moved:
+            self.to[original] = new
+        self.held.setdefault(new, []).extend(moved)
+        self.inputs.discard(old)
+        self.inputs.add(new)
+
+    def apply(self, reader: torch.fx.Node) -> None:
+        to = self.to
+        reader.args = torch.fx.map_arg(reader.args, lambda n: to.get(n, n))
+        reader.kwargs = torch.fx.map_arg(reader.kwargs, lambda n: to.get(n, n))
+
+
+def _rewired(index: FxIndex, rewires: Sequence[Any]) -> list[torch.fx.Node]:
+    """Apply `rewires` in order, as `replace_input_with` one after another would leave the
+    graph: the same arguments, and each node's users in the same order (a reader moves to
+    the end of its inputs' users when its arguments are set, so readers are set in the order
+    of their last rewire). Returns the readers."""
+    pending: dict[torch.fx.Node, _Renames] = {}
+    for rewire in rewires:
+        reader, old, new = index.node(rewire.reader), index.node(rewire.old), index.node(rewire.new)
+        renames = pending.pop(reader, None) or _Renames(reader)
+        pending[reader] = renames  # re-inserted: the dict ends in last-rewire order
+        if old not in renames.inputs:
+            raise FixError(f"`{rewire.reader}` does not read `{rewire.old}`")
+        if new.graph is not reader.graph:
+            raise FixError(f"`{rewire.new}` and `{rewire.reader}` are in different graphs")
+        module = reader.graph.owning_module  # the hooks replace_input_with calls, per rewire
+        for hook in getattr(module, "_replace_hooks", None) or ():
+            hook(old=old, new=new.name, user=reader)
+        renames.replace(old, new)
+    for reader, renames in pending.items():
+        renames.apply(reader)
+    return list(pending)
 
 
 def first_line(exc: BaseException) -> str:
