@@ -153,18 +153,20 @@ class CheckRun:
     comment_findings: list[Finding] = field(default_factory=list)
     # The lints of the methods with fixable findings (see `analyze`), for the fix trial.
     lints: list[tuple] = field(default_factory=list, repr=False)
+    # `findings_of`'s index: (the findings list it was made from, its length, the index)
+    _by_program: Optional[tuple] = field(default=None, init=False, repr=False, compare=False)
 
     def findings_of(self, view: ProgramView) -> list[Finding]:
         """The findings of program `view`, in run order. Through an index of the findings by
         program, made once per state of `findings` (checks and fixes ask this of every one
         of thousands of programs); the run only ever replaces or extends that list."""
-        cached = self.__dict__.get("_by_program")
+        cached = self._by_program
         findings = self.findings
         if cached is None or cached[0] is not findings or cached[1] != len(findings):
             index: dict[tuple[str, str], list[Finding]] = {}
             for f in findings:
                 index.setdefault((f.input, f.program), []).append(f)
-            cached = self.__dict__["_by_program"] = (findings, len(findings), index)
+            cached = self._by_program = (findings, len(findings), index)
         return list(cached[2].get((view.input, view.name), ()))
 
     def replace_findings(self, view: ProgramView, findings: list[Finding], after: Optional[ProgramView] = None) -> None:

@@ -75,7 +75,7 @@ class RuleContext:
     _reader_locations: dict = field(default_factory=dict, compare=False, repr=False)
     _writer_locations: dict = field(default_factory=dict, compare=False, repr=False)
     _inside_locations: dict = field(default_factory=dict, compare=False, repr=False)
-    # `_position`: id(node) -> {value id: its first position among the operands / results}
+    # `position`: id(node) -> {value id: its first position among the operands / results}
     _input_positions: dict = field(default_factory=dict, compare=False, repr=False)
     _output_positions: dict = field(default_factory=dict, compare=False, repr=False)
 
@@ -200,13 +200,8 @@ class RuleContext:
 
     def position(self, node: Node, vid: str, outputs: bool = False) -> Optional[int]:
         """Where `vid` first appears among `node`'s operands (or, with `outputs`, its
-        results); None if not at all. Indexed once per node: rules that ask this of every
-        value a delegate reads or writes stay linear however many it has."""
-        return self._position(node, vid, outputs)
-
-    def _position(self, node: Node, vid: str, outputs: bool) -> Optional[int]:
-        """Where `vid` first appears among `node`'s operands (or results); None if not at all.
-        One dict per node, so a delegate with 100,000 operands is not scanned once per operand."""
+        results); None if not at all. Indexed once per node (one dict), so rules that ask
+        this of every value a delegate reads or writes stay linear however many it has."""
         memo = self._output_positions if outputs else self._input_positions
         positions = memo.get(id(node))
         if positions is None:
@@ -221,7 +216,7 @@ class RuleContext:
         """The line of the first op inside `delegate` (its original graph) that reads `vid`."""
         if delegate.delegate is None or not delegate.delegate.input_readers or vid is None:
             return None
-        position = self._position(delegate, vid, outputs=False)
+        position = self.position(delegate, vid)
         op = delegate.delegate.reader_of(position) if position is not None else None
         return op.location if op is not None else None
 
@@ -234,7 +229,7 @@ class RuleContext:
             return None
         if not writer.delegate.output_writers:
             return None
-        op = writer.delegate.writer_of(self._position(writer, vid, outputs=True))
+        op = writer.delegate.writer_of(self.position(writer, vid, outputs=True))
         return op.location if op is not None else None
 
     @staticmethod
