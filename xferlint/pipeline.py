@@ -172,14 +172,7 @@ class CheckRun:
     def replace_findings(self, view: ProgramView, findings: list[Finding], after: Optional[ProgramView] = None) -> None:
         """Put `findings` (and the transfer summary of `after`, default `view`) in place of
         what the run holds for program `view`, so every number agrees with them."""
-        mine = {id(f) for f in self.findings_of(view)}
-        self.findings = [f for f in self.findings if id(f) not in mine] + findings
-        shown = after or view
-        by_method = _by_method(findings)
-        self.transfers = [t for t in self.transfers if (t.input, t.program) != (view.input, view.name)] + [
-            method_transfers(view.input, view.name, m, DeviceFacts.compute(m), by_method.get(m.name, ()))
-            for m in shown.methods
-        ]
+        self.replace_many([(view, findings, after)])
 
     def replace_many(self, replacements: Sequence[tuple]) -> None:
         """`replace_findings(view, findings[, after])` for each tuple in turn, in one pass over
@@ -187,7 +180,7 @@ class CheckRun:
         keys = [(r[0].input, r[0].name) for r in replacements]
         if len(set(keys)) != len(keys):  # the same program twice: the calls depend on each other
             for replacement in replacements:
-                self.replace_findings(*replacement)
+                self.replace_many([replacement])
             return
         replaced = set(keys)
         self.findings = [f for f in self.findings if (f.input, f.program) not in replaced] + [

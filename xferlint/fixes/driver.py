@@ -129,13 +129,10 @@ def settle_fixability(run: CheckRun, rules: Sequence[Rule], *, unsafe_fixes: boo
             if refused:
                 run.replace_findings(loaded.view, _mark_refused(mine, refused))
         return tried
-    by_program: dict[tuple[str, str], list[Finding]] = {}  # run.findings_of, for every program at once
-    for f in run.findings:
-        by_program.setdefault((f.input, f.program), []).append(f)
     replacements = []
     with collector_paused():  # fix trials and plans: no user code, no reference cycles
         for loaded in run.loaded:
-            mine = by_program.get((loaded.view.input, loaded.view.name), [])
+            mine = run.findings_of(loaded.view)
             refused = _refused(loaded, mine, rules, unsafe_fixes, strict, tried, lints, keep_results)
             if refused:
                 replacements.append((loaded.view, _mark_refused(mine, refused)))
