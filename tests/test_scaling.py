@@ -121,6 +121,25 @@ def test_duplicate_copies_between_in_place_writes_stay_flat_line_by_line():
     assert per_large < 1.25 * per_small, (per_small, per_large)
 
 
+def test_deciding_thousands_of_fixes_into_one_call_stays_flat_line_by_line():
+    # every copy of one input is an argument of one delegate and shares the first copy's
+    # slot: each trial once scanned every conflict the first copy's region had found (all
+    # the program's own), and each rewire every argument of the call, in comprehensions
+    def per_copy(n: int) -> float:
+        result = None
+
+        def decide():
+            nonlocal result
+            result = _decide_fixes(sp.copies_into_one_call(n))
+
+        lines = lines_run(decide)
+        assert sum(len(m.applied) for m in result.methods) == n - 1  # every duplicate removed
+        return lines / n
+
+    per_small, per_large = per_copy(100), per_copy(1_000)
+    assert per_large < 1.25 * per_small, (per_small, per_large)
+
+
 def test_a_slot_written_in_every_block_stays_flat_line_by_line():
     # one host slot written by a host op and by a D2H in every block: XF005 once scanned
     # every reader of the slot for each of its writes, inside one comprehension (no calls

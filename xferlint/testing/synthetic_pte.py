@@ -276,6 +276,19 @@ def fan_out(readers: int) -> bytes:
 
 
 @lru_cache(maxsize=16)
+def copies_into_one_call(copies: int) -> bytes:
+    """One host input copied to cuda:0 `copies` times, every copy an argument of one
+    delegate call (XF004 for each copy after the first). The copies share one planned
+    slot, so each is a conflict of the first copy's live range the program already has,
+    and each fix rewires one argument of the same wide call."""
+    b = PlanBuilder()
+    x = b.input()
+    (y,) = b.delegate([b.h2d(x) for _ in range(copies)])
+    b.outputs.append(b.d2h(y))
+    return serialize([b.plan()])
+
+
+@lru_cache(maxsize=16)
 def loops(count: int, trips: int = 3) -> bytes:
     b = PlanBuilder()
     x = b.input()

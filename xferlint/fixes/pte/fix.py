@@ -67,11 +67,12 @@ def _delta(method: MethodView, plan: FixPlan, removed: Iterable[str],
     return Delta(rewires, frozenset(by_name[n].index for n in removed if n in by_name), outputs)
 
 
-def _instructions(method: MethodView, native: PteNative) -> tuple[dict[str, Node], dict, pp.Plan]:
+def _instructions(method: MethodView, native: PteNative) -> tuple[dict[str, Node], dict, pp.Plan, dict]:
     """What a patch check reads of one method: its nodes by name, node -> (chain,
-    instruction), and its execution plan (looked up once per method, not per plan)."""
+    instruction), its execution plan (looked up once per method, not per plan) and the
+    memo of `_operand_positions`."""
     mapping = native.methods[method.name]
-    return nodes_by_name(method), mapping.instr_of_node, native.program.plans[mapping.plan_index]
+    return nodes_by_name(method), mapping.instr_of_node, native.program.plans[mapping.plan_index], {}
 
 
 def _patch_problem(method: MethodView, plan: FixPlan, native: PteNative,
@@ -79,7 +80,7 @@ def _patch_problem(method: MethodView, plan: FixPlan, native: PteNative,
     """Why this plan cannot be written into the instructions in place (None: it can);
     `removes`: the nodes it removes, when not (only) `plan.removes`; `at`:
     `_instructions(method, native)`, when the caller has it."""
-    by_name, instr_of_node, pplan = _instructions(method, native) if at is None else at
+    by_name, instr_of_node, pplan, positions = _instructions(method, native) if at is None else at
     for name in plan.removes if removes is None else removes:
         node = by_name.get(name)
         if node is None or node.index not in instr_of_node:
@@ -93,7 +94,7 @@ def _patch_problem(method: MethodView, plan: FixPlan, native: PteNative,
         c, k = instr_of_node[node.index]
         ins = pplan.chains[c].instructions[k]
         if ins.kind in (pp.KERNEL, pp.DELEGATE):
-            if not _operand_positions(pplan, ins, _index(r.old), len(node.outputs)):
+            if not _operand_positions(pplan, ins, _index(r.old), len(node.outputs), positions):
                 return f"`{r.reader}` reads `{r.old}` inside a tensor list, which is shared and not rewritten"
         elif ins.kind == pp.MOVE:
             if ins.move_from != _index(r.old) or ins.move_from == 0:
@@ -106,18 +107,34 @@ def _patch_problem(method: MethodView, plan: FixPlan, native: PteNative,
     return None
 
 
-def _operand_positions(plan: pp.Plan, ins: pp.Instr, old: int, results: int) -> list[int]:
+_WIDE = 16  # a call with more arguments has its operands' positions indexed once (see below)
+
+
+def _operand_positions(plan: pp.Plan, ins: pp.Instr, old: int, results: int,
+                       memo: Optional[dict] = None) -> Sequence[int]:
     """Argument positions of a call that hold `old` as an operand (not as a result);
-    `results`: how many values the view says the call writes (a delegate's trailing args)."""
+    `results`: how many values the view says the call writes (a delegate's trailing args).
+    `memo`: where a wide call's positions are indexed by value, once: a fix rewires each
+    operand of a delegate with 100,000 arguments, and a scan per rewire is quadratic."""
     args = ins.args
+    if ins.kind == pp.KERNEL and plan.operators[ins.index][0] == "executorch_prim::et_copy_index":
+        return [1] if len(args) > 1 and args[1] == old else []
+    if memo is None or len(args) <= _WIDE:
+        return [j for j in range(_operand_count(plan, ins, results)) if args[j] == old]
+    hit = memo.get(id(ins))  # by identity: the plan holds the instruction while `memo` lives
+    if hit is None or hit[0] is not ins or hit[1] != results:
+        index: dict[int, list[int]] = {}
+        for j in range(_operand_count(plan, ins, results)):
+            index.setdefault(args[j], []).append(j)
+        hit = memo[id(ins)] = (ins, results, index)
+    return hit[2].get(old, ())
+
+
+def _operand_count(plan: pp.Plan, ins: pp.Instr, results: int) -> int:
+    """How many of a call's arguments are operands (the rest: its results)."""
     if ins.kind == pp.KERNEL:
-        name = plan.operators[ins.index][0]
-        if name == "executorch_prim::et_copy_index":
-            return [1] if len(args) > 1 and args[1] == old else []
-        count = len(kernel_io(plan, name, args)[0])
-    else:
-        count = len(args) - results
-    return [j for j in range(count) if args[j] == old]
+        return len(kernel_io(plan, plan.operators[ins.index][0], ins.args)[0])
+    return len(ins.args) - results
 
 
 def _apply(patcher: Patcher, native: PteNative, method: MethodView, plans: Sequence[FixPlan]) -> None:
@@ -125,6 +142,7 @@ def _apply(patcher: Patcher, native: PteNative, method: MethodView, plans: Seque
     pplan = native.program.plans[mapping.plan_index]
     by_name = nodes_by_name(method)
     removals: dict[int, set[int]] = defaultdict(set)
+    memo: dict = {}  # _operand_positions' index of wide calls
     for plan in plans:
         for r in plan.rewires:
             old, new = _index(r.old), _index(r.new)
@@ -135,7 +153,7 @@ def _apply(patcher: Patcher, native: PteNative, method: MethodView, plans: Seque
             c, k = mapping.instr_of_node[reader.index]
             ins = pplan.chains[c].instructions[k]
             if ins.kind in (pp.KERNEL, pp.DELEGATE):
-                positions = _operand_positions(pplan, ins, old, len(reader.outputs))
+                positions = _operand_positions(pplan, ins, old, len(reader.outputs), memo)
                 patcher.rewire_args(mapping.plan_index, c, k, positions, old, new)
             elif ins.kind == pp.MOVE:
                 patcher.rewire_field(mapping.plan_index, c, k, pp._MOVE_FROM, old, new)

@@ -96,13 +96,16 @@ class _Layer(dict):
 class _Region:
     """Where `value` is live under the accepted edits, and the conflicts found there."""
 
-    __slots__ = ("family", "live", "readers", "found")
+    __slots__ = ("family", "live", "readers", "found", "counted", "scanned")
 
     def __init__(self, family: set[str], live: Optional[dict] = None, readers: Optional[dict] = None) -> None:
         self.family = family
         self.live: dict[int, Node] = {} if live is None else live  # node -> a read it leads to
         self.readers: dict[int, None] = {} if readers is None else readers
         self.found: list[tuple[int, str, int]] = []  # (writer, other, reader)
+        # of `found[:scanned]`, those the original program does not have, in order (see `_counting`)
+        self.counted: list[tuple[int, str, int]] = []
+        self.scanned = 0
 
 
 class MemoryCheck:
@@ -372,8 +375,7 @@ class MemoryCheck:
                     fresh[value] = region
             else:
                 region = cached
-                hit = next(((i, o, r) for i, o, r in cached.found
-                            if (i, o) not in before and not self._gone(i, delta)), None)
+                hit = self._counting(cached, before, delta)
                 if hit is None:
                     region, hit = self._extend(value, cached, delta, before)
             if regions is not None:
@@ -382,6 +384,27 @@ class MemoryCheck:
                 i, other, reader = hit
                 return Conflict(value=value, writer=self.nodes[i], other=other, reader=self.nodes[reader])
         return None
+
+    def _counting(self, region: _Region, before: set, delta: Delta) -> Optional[tuple[int, str, int]]:
+        """The first conflict of a kept region that counts (not one of `before`, the original
+        program's, and its writer still there under the accepted edits plus `delta`). A kept
+        region is asked once per plan that reads it, and may hold a conflict per node (a
+        value copied into a slot that every other copy overwrites), so what it found is
+        sorted out once, as it grows, and writers the accepted edits removed are dropped for
+        good: a trial reads only what is new and what counts."""
+        found = region.found
+        if region.scanned < len(found):
+            region.counted.extend(f for f in found[region.scanned:] if (f[0], f[1]) not in before)
+            region.scanned = len(found)
+        counted, removed, dropped = region.counted, self.removed, delta.removed
+        hit, end = None, len(counted)
+        for k, f in enumerate(counted):
+            if f[0] not in removed and f[0] not in dropped:
+                hit, end = f, k
+                break
+        if any(f[0] in removed for f in counted[:end]):  # read past: not read again
+            counted[:end] = [f for f in counted[:end] if f[0] not in removed]
+        return hit
 
     def _extend(self, value: str, cached: _Region, delta: Delta, before: set) -> tuple[_Region, Optional[tuple]]:
         """Grow a layer over the kept region by `delta`'s new readers (the layer is dropped)."""
