@@ -285,7 +285,7 @@ def _report_options(args: argparse.Namespace, settings, rules, run, suppressed=(
                          rules=tuple(type(rule) for rule in rules), timelines=tuple(run.timelines or ()),
                          suppressed=tuple(suppressed), baseline_absent=absent,
                          full=settings.output_format == "full", quiet=args.quiet, silent=args.silent,
-                         color=_color(args, settings))
+                         color=_color(args, settings), unsafe_fixes=bool(settings.unsafe_fixes))
 
 
 def _refuse_combinations(args: argparse.Namespace, settings) -> None:

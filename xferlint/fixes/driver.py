@@ -67,8 +67,20 @@ def fix_input(spec: str, rules: Sequence[Rule], *, unsafe_fixes: bool = False, s
 
 def _refusals(result) -> dict[tuple, str]:
     """Finding key -> why its fix was not applied (fixes that only want --unsafe-fixes are
-    not refused: they stay fixable, as unsafe)."""
+    not refused: they stay fixable, as unsafe, when `_unsafe_refusals` does not refuse them)."""
     return {(s.code, s.method, s.nodes): s.reason for s in result.skipped if not s.unsafe}
+
+
+def _unsafe_refusals(loaded: LoadedProgram, rules: Sequence[Rule], strict: bool, result) -> dict[tuple, str]:
+    """Finding key -> why `xferlint fix --unsafe-fixes` would not apply it, for the fixes
+    a trial without unsafe fixes (`result`) left because they are unsafe: a file's fix is
+    marked fixable only where a trial applied it, unsafe or not. An empty dict when
+    `result` left none (no second trial)."""
+    unsafe = {(s.code, s.method, s.nodes) for s in result.skipped if s.unsafe}
+    if not unsafe:
+        return {}
+    refused = _refusals(fix_loaded(loaded, rules, unsafe_fixes=True, strict=strict, decisions_only=True))
+    return {key: reason for key, reason in refused.items() if key in unsafe}
 
 
 def _planned_refusals(view: ProgramView, rules: Sequence[Rule], unsafe_fixes: bool) -> dict[tuple, str]:
@@ -159,7 +171,10 @@ def _refused(loaded: LoadedProgram, mine: list[Finding], rules: Sequence[Rule], 
             result = fix_loaded(loaded, rules, unsafe_fixes=unsafe_fixes, strict=strict, decisions_only=not keep)
             if keep:
                 tried[id(loaded)] = result
-            return _refusals(result)
+            refused = _refusals(result)
+            if not unsafe_fixes:
+                refused.update(_unsafe_refusals(loaded, rules, strict, result))
+            return refused
         if _is_exported_program(loaded.native):
             return {finding_key(f): EXPORTED_NOT_FIXED for f in mine}
         if loaded.native is None:

@@ -16,6 +16,9 @@ class ReportOptions:
     statistics: bool = False
     project_root: Optional[str] = None  # paths are shown relative to it (default: cwd)
     fix_hint: str = "xferlint fix"
+    # Whether the run applies unsafe fixes (`--unsafe-fixes` or `unsafe-fixes = true`): when
+    # not, the text says which fixable findings `xferlint fix` leaves without that option.
+    unsafe_fixes: bool = False
     # The enabled rule classes (SARIF lists every one, findings or not); empty: every rule.
     rules: tuple = ()
     # Per-method device timelines (analyzer/timeline.py), for the formats that draw programs

@@ -19,6 +19,7 @@ import re
 import textwrap
 from collections import Counter
 
+from xferlint.findings import Applicability
 from xferlint.reporters import ReportOptions, display_path
 from xferlint.rules.base import format_bytes
 
@@ -81,8 +82,18 @@ def _full(finding, options: ReportOptions) -> list[str]:
     if finding.detail:
         lines += textwrap.wrap(finding.detail, WIDTH, initial_indent="  ", subsequent_indent="  ",
                                break_on_hyphens=False, break_long_words=False)
-    help_line = f"  help: `xferlint rule {finding.code}`" + (" (fixable with `xferlint fix`)" if finding.fixable else "")
+    fix = f" (fixable with `{options.fix_hint}{_UNSAFE if _needs_unsafe(finding, options) else ''}`)"
+    help_line = f"  help: `xferlint rule {finding.code}`" + (fix if finding.fixable else "")
     return lines + [help_line, ""]
+
+
+_UNSAFE = " --unsafe-fixes"
+
+
+def _needs_unsafe(finding, options: ReportOptions) -> bool:
+    """Whether `xferlint fix` applies this fixable finding's fix only with --unsafe-fixes
+    (which this run does not set)."""
+    return finding.fixable and not options.unsafe_fixes and finding.fix_applicability == Applicability.UNSAFE
 
 
 def _statistics(report) -> list[str]:
@@ -107,7 +118,9 @@ def _summary(report, options: ReportOptions) -> list[str]:
         if s.bytes_flagged:
             lines.append(f"Flagged transfers move {format_bytes(s.bytes_flagged)} per call.")
         if s.fixable:
-            lines.append(f"[*] {s.fixable} fixable with `{options.fix_hint}`.")
+            unsafe = sum(1 for f in report.findings if _needs_unsafe(f, options))
+            only = f" ({unsafe} of them only with `{_UNSAFE.strip()}`)" if unsafe else ""
+            lines.append(f"[*] {s.fixable} fixable with `{options.fix_hint}`{only}.")
     lines.extend(_transfers(s.transfers, options))
     if s.findings and not options.full:  # a concise line says where and what it costs; the remedy is in the help
         lines.append(f"What to do: `xferlint rule {next(iter(s.by_code))}` (any code), or --output-format full.")

@@ -435,6 +435,37 @@ def mutable_buffers(count: int) -> bytes:
 
 
 @lru_cache(maxsize=16)
+def returned_copies(count: int, own_bytes: bool = False) -> bytes:
+    """A delegate's result copied to host `count` times, every copy returned: an XF004 for
+    each copy after the first, whose fix (return the first copy twice) is unsafe. With
+    `own_bytes` each copy has bytes of its own and every fix keeps the memory plan valid;
+    without, the copies share one slot, so a later copy overwrites the first while the
+    fix would still have it to return."""
+    b = PlanBuilder()
+    (y,) = b.delegate([b.h2d(b.input())])
+    b.outputs.extend(b.d2h(y) for _ in range(count))
+    plan = b.plan()
+    return serialize([_own_bytes(plan) if own_bytes else plan])
+
+
+@lru_cache(maxsize=16)
+def returned_copy_of_a_reused_slot() -> bytes:
+    """A delegate's result copied to host twice: the first copy read by a host op, whose
+    result then reuses the first copy's bytes (the first is dead by then: a valid plan),
+    the second copy returned. XF004's unsafe fix (return the first copy) would keep the
+    first alive to the end, across that write: the memory plan refuses it."""
+    b = PlanBuilder()
+    (y,) = b.delegate([b.h2d(b.input())])
+    first = b.d2h(y)
+    reused = b.host(b.host(first))
+    second = b.d2h(y)
+    b.outputs.extend([reused, second])
+    plan = _own_bytes(b.plan())
+    plan.values[reused].val.allocation_info = plan.values[first].val.allocation_info
+    return serialize([plan])
+
+
+@lru_cache(maxsize=16)
 def dead_copies(count: int) -> bytes:
     """A delegate's result copied to host and back `count` times, nothing reading the end:
     each D2H is dead (XF003) and feeds the rest of the chain, so planning every XF003 fix
