@@ -33,6 +33,9 @@ benchmarks/out/large/):
   write-back: an XF011 each, as a KV cache per layer the partition does not own; XF011 found
   each buffer among the delegate's results with tuple.index, quadratic until 2026-12-05);
 - constant-chain: a parameter through 1k / 10k / 100k host ops, then copied (XF006);
+- one-call: one input copied 1k / 10k / 100k times, every copy an argument of one delegate
+  call and all in one slot (XF004 for each copy after the first; the fix trial scanned the
+  first copy's conflicts and the call's arguments per fix, quadratic until 2026-12-06);
 - methods: 10 / 100 / 1,000 methods.
 
 Per size: wall and CPU medians of both tools (fresh processes, alternating, one warm-up
@@ -81,6 +84,7 @@ def shapes() -> dict[str, tuple[str, list[int], Callable[[int], bytes]]]:
         "outputs": ("output", [1_000, 10_000, 100_000], sp.output_round_trips),
         "mutable-buffers": ("buffer", [1_000, 10_000, 100_000], lambda n: sp.mutable_buffers(n)),
         "constant-chain": ("host op", [1_000, 10_000, 100_000], sp.constant_chain),
+        "one-call": ("argument", [1_000, 10_000, 100_000], sp.copies_into_one_call),
         "methods": ("method", [10, 100, 1_000], sp.methods),
     }
 
