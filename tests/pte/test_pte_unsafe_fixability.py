@@ -70,3 +70,24 @@ def test_the_text_says_which_fixes_need_unsafe_fixes(tmp_path, capsys):
     assert helps == ["help: `xferlint rule XF004` (fixable with `xferlint fix --unsafe-fixes`)"] * 3
     _, enabled = _check(capsys, path, "--unsafe-fixes")
     assert "[*] 3 fixable with `xferlint fix`." in enabled.splitlines()
+
+
+def test_an_unsafe_trial_that_fails_refuses_only_the_unsafe_fixes(tmp_path, capsys, monkeypatch):
+    from xferlint.errors import FixError
+    from xferlint.fixes import driver
+
+    real = driver.fix_loaded
+
+    def failing_with_unsafe(loaded, rules, *, unsafe_fixes=False, **kwargs):
+        if unsafe_fixes:
+            raise FixError("the unsafe trial failed")
+        return real(loaded, rules, unsafe_fixes=unsafe_fixes, **kwargs)
+
+    monkeypatch.setattr(driver, "fix_loaded", failing_with_unsafe)
+    path = _write(tmp_path, "both.pte", sp.returned_copies(3, own_bytes=True, round_trip=True))
+    _, out = _check(capsys, path, "--output-format", "json")
+    by_code = {code: [f for f in json.loads(out)["findings"] if f["code"] == code] for code in ("XF001", "XF004")}
+    assert len(by_code["XF004"]) == 2 and len(by_code["XF001"]) == 1
+    assert all(not f["fixable"] and f["fix_refused"] == "the unsafe trial failed" for f in by_code["XF004"])
+    (round_trip,) = by_code["XF001"]
+    assert round_trip["fixable"] and round_trip["fix_applicability"] == "safe", "the safe trial's decision stands"

@@ -79,7 +79,10 @@ def _unsafe_refusals(loaded: LoadedProgram, rules: Sequence[Rule], strict: bool,
     unsafe = {(s.code, s.method, s.nodes) for s in result.skipped if s.unsafe}
     if not unsafe:
         return {}
-    refused = _refusals(fix_loaded(loaded, rules, unsafe_fixes=True, strict=strict, decisions_only=True))
+    try:
+        refused = _refusals(fix_loaded(loaded, rules, unsafe_fixes=True, strict=strict, decisions_only=True))
+    except FixError as exc:  # the safe fixes stand: the trial that decided them went through
+        return {key: str(exc) for key in unsafe}
     return {key: reason for key, reason in refused.items() if key in unsafe}
 
 

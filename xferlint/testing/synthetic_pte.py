@@ -435,15 +435,20 @@ def mutable_buffers(count: int) -> bytes:
 
 
 @lru_cache(maxsize=16)
-def returned_copies(count: int, own_bytes: bool = False) -> bytes:
+def returned_copies(count: int, own_bytes: bool = False, round_trip: bool = False) -> bytes:
     """A delegate's result copied to host `count` times, every copy returned: an XF004 for
     each copy after the first, whose fix (return the first copy twice) is unsafe. With
     `own_bytes` each copy has bytes of its own and every fix keeps the memory plan valid;
     without, the copies share one slot, so a later copy overwrites the first while the
-    fix would still have it to return."""
+    fix would still have it to return. `round_trip`: the first copy is also copied back
+    into a second delegate, whose result is returned too (an XF001 with a safe fix)."""
     b = PlanBuilder()
     (y,) = b.delegate([b.h2d(b.input())])
-    b.outputs.extend(b.d2h(y) for _ in range(count))
+    copies = [b.d2h(y) for _ in range(count)]
+    b.outputs.extend(copies)
+    if round_trip:
+        (z,) = b.delegate([b.h2d(copies[0])])
+        b.outputs.append(b.d2h(z))
     plan = b.plan()
     return serialize([_own_bytes(plan) if own_bytes else plan])
 
