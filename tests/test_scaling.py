@@ -140,6 +140,28 @@ def test_deciding_thousands_of_fixes_into_one_call_stays_flat_line_by_line():
     assert per_large < 1.25 * per_small, (per_small, per_large)
 
 
+def test_returning_one_copy_instead_of_thousands_stays_flat_line_by_line():
+    # unsafe fixes that each return the first of n copies instead of another: the first
+    # copy's region was walked afresh per fix (past the work budget after a dozen), and the
+    # patch scanned every output of the method per replaced output
+    from xferlint.fixes.pte import fix_pte_loaded
+
+    def per_copy(n: int) -> float:
+        result = None
+
+        def decide():
+            nonlocal result
+            result = fix_pte_loaded(load_pte_bytes(sp.returned_copies(n, own_bytes=True), label="scaling.pte"),
+                                    select_rules(), unsafe_fixes=True, decisions_only=True)
+
+        lines = lines_run(decide)
+        assert sum(len(m.applied) for m in result.methods) == n - 1  # every duplicate proved and removed
+        return lines / n
+
+    per_small, per_large = per_copy(100), per_copy(1_000)
+    assert per_large < 1.25 * per_small, (per_small, per_large)
+
+
 def test_a_slot_written_in_every_block_stays_flat_line_by_line():
     # one host slot written by a host op and by a D2H in every block: XF005 once scanned
     # every reader of the slot for each of its writes, inside one comprehension (no calls

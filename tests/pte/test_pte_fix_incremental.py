@@ -36,9 +36,9 @@ def _merged(deltas: list[Delta]) -> Delta:
     return Delta(rewires, frozenset(removed), outputs)
 
 
-def _decisions(view, method) -> tuple[list[bool], list[bool]]:
+def _decisions(view, method, unsafe: bool = False) -> tuple[list[bool], list[bool]]:
     """(incremental, from scratch): per selected plan, accepted or not."""
-    planning = plan_method(view, method, select_rules())
+    planning = plan_method(view, method, select_rules(), unsafe_fixes=unsafe)
     closure, memory = DeadClosure(method, planning.facts), MemoryCheck(method, planning.facts)
     fast, slow, accepted, deltas = [], [], [], []
     for selected in planning.selected:
@@ -96,3 +96,24 @@ def test_incremental_decisions_on_reshuffled_memory_plans(build, mixed):
     assert any(accepted for accepted, _ in seen)
     if mixed:  # some plans accepted and some refused in one method: kept regions grown and asked
         assert (True, True) in seen
+
+
+
+@pytest.mark.parametrize("build, plans", [
+    (lambda: sp.returned_copies(6, round_trip=True), 6),
+    (lambda: sp.returned_copies(6, own_bytes=True, round_trip=True), 6),
+    (sp.returned_copy_of_a_reused_slot, 1),
+], ids=["one-slot", "own-bytes", "reused-slot"])
+def test_incremental_decisions_with_unsafe_fixes_returning_another_copy(build, plans):
+    # an unsafe XF004 fix returns the first copy instead of a duplicate: a first copy returned
+    # already keeps its region (live at every exit as it was); one returned only now has it
+    # computed afresh, as the write into its reused bytes after its last read shows
+    view = load_pte_bytes(build(), label="returned.pte").view
+    seen = set()
+    for seed in range(16):
+        method = view.methods[0] if seed == 0 else _reshuffled(view.methods[0], seed)
+        fast, slow = _decisions(dataclasses.replace(view, methods=(method,)), method, unsafe=True)
+        assert fast == slow
+        assert len(fast) == plans
+        seen.add((any(fast), not all(fast)))
+    assert (False, True) in seen if plans == 1 else (True, True) in seen and (True, False) in seen

@@ -143,11 +143,12 @@ def _apply(patcher: Patcher, native: PteNative, method: MethodView, plans: Seque
     by_name = nodes_by_name(method)
     removals: dict[int, set[int]] = defaultdict(set)
     memo: dict = {}  # _operand_positions' index of wide calls
+    outputs: list[tuple[int, int]] = []  # returned values replaced, in order: one pass over the outputs
     for plan in plans:
         for r in plan.rewires:
             old, new = _index(r.old), _index(r.new)
             if r.reader == OUTPUT:
-                patcher.rewire_outputs(mapping.plan_index, old, new)
+                outputs.append((old, new))
                 continue
             reader = by_name[r.reader]
             c, k = mapping.instr_of_node[reader.index]
@@ -162,6 +163,8 @@ def _apply(patcher: Patcher, native: PteNative, method: MethodView, plans: Seque
         for name in plan.removes:
             c, k = mapping.instr_of_node[by_name[name].index]
             removals[c].add(k)
+    if outputs:
+        patcher.rewire_outputs(mapping.plan_index, outputs)
     for c, ks in sorted(removals.items()):
         patcher.remove_instructions(mapping.plan_index, c, ks)
 

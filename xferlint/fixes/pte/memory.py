@@ -426,8 +426,11 @@ class MemoryCheck:
             if self.nodes[i].kind == OpKind.ALIAS:
                 return None
             touched.update(swap)
+        returns = self._returns if self.outputs else self._written_outputs  # as `_returned` reads them
         for old, new in delta.outputs.items():
-            touched.update((old, new))
+            touched.add(old)
+            if returns[new] <= 0:  # a value returned already is live at every exit: returned again, it stays so
+                touched.add(new)
         return touched
 
     def _keep(self, value: str, region: _Region) -> None:

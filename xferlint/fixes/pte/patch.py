@@ -20,7 +20,7 @@ one, else with the generated reader classes.
 
 import bisect
 import struct
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable, Optional, Sequence
 
 from xferlint.errors import FixError
 from xferlint.frontends.pte import program as pp
@@ -119,18 +119,24 @@ class Patcher:
             raise FixError(f"instruction {k} does not store value {old} where it can be rewritten in place")
         self._write_i32(pos, new)
 
-    def rewire_outputs(self, plan_index: int, old: int, new: int) -> None:
+    def rewire_outputs(self, plan_index: int, rewires: Sequence[tuple[int, int]]) -> None:
+        """Apply `(old, new)` replacements of returned values in order, as one after another
+        would (a replacement also applies to what an earlier one wrote), to the plan's and
+        its chains' outputs, in one pass over them: a fix may return the first of thousands
+        of copies instead of each of the others."""
+        final: dict[int, int] = {}  # value -> what the replacements from here on make of it
+        for old, new in reversed(rewires):
+            final[old] = final.get(new, new)
         plan = self._plan(plan_index)
-        start = self._vector(plan, _PLAN_OUTPUTS)
-        for j in range(plan.OutputsLength()):
-            if self._read_i32(start + 4 * j) == old:
-                self._write_i32(start + 4 * j, new)
+        vectors = [(self._vector(plan, _PLAN_OUTPUTS), plan.OutputsLength())]
         for c in range(plan.ChainsLength()):
             chain = plan.Chains(c)
-            cstart = self._vector(chain, _CHAIN_OUTPUTS)
-            for j in range(chain.OutputsLength()):
-                if self._read_i32(cstart + 4 * j) == old:
-                    self._write_i32(cstart + 4 * j, new)
+            vectors.append((self._vector(chain, _CHAIN_OUTPUTS), chain.OutputsLength()))
+        for start, length in vectors:
+            for j in range(length):
+                value = self._read_i32(start + 4 * j)
+                if final.get(value, value) != value:
+                    self._write_i32(start + 4 * j, final[value])
 
     def remove_instructions(self, plan_index: int, chain: int, removed: set[int]) -> None:
         """Delete instructions from a chain and renumber its jumps."""
