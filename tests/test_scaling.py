@@ -121,22 +121,28 @@ def test_duplicate_copies_between_in_place_writes_stay_flat_line_by_line():
     assert per_large < 1.25 * per_small, (per_small, per_large)
 
 
+def _lines_per_fixed_copy(build, n: int, unsafe: bool = False) -> float:
+    """Lines the fix decisions run on `build(n)`, per copy; every duplicate must be proved and removed."""
+    from xferlint.fixes.pte import fix_pte_loaded
+
+    result = None
+
+    def decide():
+        nonlocal result
+        result = fix_pte_loaded(load_pte_bytes(build(n), label="scaling.pte"), select_rules(), unsafe_fixes=unsafe,
+                                decisions_only=True)
+
+    lines = lines_run(decide)
+    assert sum(len(m.applied) for m in result.methods) == n - 1
+    return lines / n
+
+
 def test_deciding_thousands_of_fixes_into_one_call_stays_flat_line_by_line():
     # every copy of one input is an argument of one delegate and shares the first copy's
     # slot: each trial once scanned every conflict the first copy's region had found (all
     # the program's own), and each rewire every argument of the call, in comprehensions
-    def per_copy(n: int) -> float:
-        result = None
-
-        def decide():
-            nonlocal result
-            result = _decide_fixes(sp.copies_into_one_call(n))
-
-        lines = lines_run(decide)
-        assert sum(len(m.applied) for m in result.methods) == n - 1  # every duplicate removed
-        return lines / n
-
-    per_small, per_large = per_copy(100), per_copy(1_000)
+    build = sp.copies_into_one_call
+    per_small, per_large = _lines_per_fixed_copy(build, 100), _lines_per_fixed_copy(build, 1_000)
     assert per_large < 1.25 * per_small, (per_small, per_large)
 
 
@@ -144,21 +150,11 @@ def test_returning_one_copy_instead_of_thousands_stays_flat_line_by_line():
     # unsafe fixes that each return the first of n copies instead of another: the first
     # copy's region was walked afresh per fix (past the work budget after a dozen), and the
     # patch scanned every output of the method per replaced output
-    from xferlint.fixes.pte import fix_pte_loaded
+    def build(n: int) -> bytes:
+        return sp.returned_copies(n, own_bytes=True)
 
-    def per_copy(n: int) -> float:
-        result = None
-
-        def decide():
-            nonlocal result
-            result = fix_pte_loaded(load_pte_bytes(sp.returned_copies(n, own_bytes=True), label="scaling.pte"),
-                                    select_rules(), unsafe_fixes=True, decisions_only=True)
-
-        lines = lines_run(decide)
-        assert sum(len(m.applied) for m in result.methods) == n - 1  # every duplicate proved and removed
-        return lines / n
-
-    per_small, per_large = per_copy(100), per_copy(1_000)
+    per_small = _lines_per_fixed_copy(build, 100, unsafe=True)
+    per_large = _lines_per_fixed_copy(build, 1_000, unsafe=True)
     assert per_large < 1.25 * per_small, (per_small, per_large)
 
 
