@@ -82,12 +82,12 @@ def _full(finding, options: ReportOptions) -> list[str]:
     if finding.detail:
         lines += textwrap.wrap(finding.detail, WIDTH, initial_indent="  ", subsequent_indent="  ",
                                break_on_hyphens=False, break_long_words=False)
-    fix = f" (fixable with `{options.fix_hint}{_UNSAFE if _needs_unsafe(finding, options) else ''}`)"
-    help_line = f"  help: `xferlint rule {finding.code}`" + (fix if finding.fixable else "")
+    command = f"{options.fix_hint} {_UNSAFE}" if _needs_unsafe(finding, options) else options.fix_hint
+    help_line = f"  help: `xferlint rule {finding.code}`" + (f" (fixable with `{command}`)" if finding.fixable else "")
     return lines + [help_line, ""]
 
 
-_UNSAFE = " --unsafe-fixes"
+_UNSAFE = "--unsafe-fixes"
 
 
 def _needs_unsafe(finding, options: ReportOptions) -> bool:
@@ -119,7 +119,7 @@ def _summary(report, options: ReportOptions) -> list[str]:
             lines.append(f"Flagged transfers move {format_bytes(s.bytes_flagged)} per call.")
         if s.fixable:
             unsafe = sum(1 for f in report.findings if _needs_unsafe(f, options))
-            only = f" ({unsafe} of them only with `{_UNSAFE.strip()}`)" if unsafe else ""
+            only = f" ({unsafe} of them only with `{_UNSAFE}`)" if unsafe else ""
             lines.append(f"[*] {s.fixable} fixable with `{options.fix_hint}`{only}.")
     lines.extend(_transfers(s.transfers, options))
     if s.findings and not options.full:  # a concise line says where and what it costs; the remedy is in the help

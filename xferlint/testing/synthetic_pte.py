@@ -438,10 +438,10 @@ def mutable_buffers(count: int) -> bytes:
 def returned_copies(count: int, own_bytes: bool = False, round_trip: bool = False) -> bytes:
     """A delegate's result copied to host `count` times, every copy returned: an XF004 for
     each copy after the first, whose fix (return the first copy twice) is unsafe. With
-    `own_bytes` each copy has bytes of its own and every fix keeps the memory plan valid;
-    without, the copies share one slot, so a later copy overwrites the first while the
-    fix would still have it to return. `round_trip`: the first copy is also copied back
-    into a second delegate, whose result is returned too (an XF001 with a safe fix)."""
+    `own_bytes` each copy has bytes of its own; without, the copies share one slot, an
+    overlap the original program already has, which a fix does not count (every fix is
+    proved either way). `round_trip`: the first copy is also copied back into a second
+    delegate, whose result is returned too (an XF001 with a safe fix)."""
     b = PlanBuilder()
     (y,) = b.delegate([b.h2d(b.input())])
     copies = [b.d2h(y) for _ in range(count)]

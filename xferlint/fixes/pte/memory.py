@@ -197,10 +197,14 @@ class MemoryCheck:
     def _returned(self, family: set[str], delta: Delta) -> bool:
         """Whether the method returns a value of `family` under the accepted edits plus
         `delta` (`outputs` maps a returned value to the one returned instead)."""
-        # while `_original` sets the accepted edits aside, `outputs` is empty
-        returns = self._returns if self.outputs else self._written_outputs
+        returns = self._returned_now()
         change = self._output_change(delta.outputs) if delta.outputs else {}
         return any(returns[v] + change.get(v, 0) > 0 for v in family)
+
+    def _returned_now(self) -> Counter:
+        """How many times the method returns each value under the accepted edits."""
+        # while `_original` sets the accepted edits aside, `outputs` is empty
+        return self._returns if self.outputs else self._written_outputs
 
     def _output_change(self, outputs: dict[str, str]) -> dict[str, int]:
         """How remapping the returned values by `outputs` changes the count per value."""
@@ -426,7 +430,7 @@ class MemoryCheck:
             if self.nodes[i].kind == OpKind.ALIAS:
                 return None
             touched.update(swap)
-        returns = self._returns if self.outputs else self._written_outputs  # as `_returned` reads them
+        returns = self._returned_now()
         for old, new in delta.outputs.items():
             touched.add(old)
             if returns[new] <= 0:  # a value returned already is live at every exit: returned again, it stays so
