@@ -35,6 +35,9 @@ from xferlint.analyzer.facts import DeviceFacts
 from xferlint.analyzer.view import MethodView, Node, OpKind
 
 
+_UNSET = object()
+
+
 class Delta(NamedTuple):
     """What one plan adds to the accepted edits: reads swapped per reader, nodes removed."""
 
@@ -135,6 +138,7 @@ class MemoryCheck:
         # that delta's, instead of computing them afresh a second time
         self._fresh: tuple[Optional[Delta], dict[str, _Region]] = (None, {})
         self.budget = WalkBudget(len(method.nodes)) if budget is None else budget  # see WalkBudgetSpent
+        self._spans: dict[str, Optional[tuple]] = {}  # `_span`
 
     # -- the method as the edits leave it ------------------------------------------------
     def _gone(self, i: int, delta: Delta) -> bool:
@@ -217,14 +221,16 @@ class MemoryCheck:
                 change[new] = change.get(new, 0) + times
         return change
 
-    def _overlaps(self, a: str, b: str) -> bool:
-        values = self.method.values
-        pa, pb = values[a].placement, values[b].placement
-        if pa is None or pb is None or pa.buffer != pb.buffer:
-            return False  # unplanned memory (the caller's, or allocated at run time) is not shared
-        if pa.nbytes is None or pb.nbytes is None:
-            return True  # a size xferlint cannot compute: assume the worst
-        return pa.offset < pb.offset + pb.nbytes and pb.offset < pa.offset + pa.nbytes
+    def _span(self, value: str) -> Optional[tuple]:
+        """(buffer, first byte, end or None when its size is not known) of a planned
+        tensor, None when unplanned; once per value (a walk asks per node it visits)."""
+        spans = self._spans
+        span = spans.get(value, _UNSET)
+        if span is _UNSET:
+            p = self.method.values[value].placement
+            span = spans[value] = None if p is None else (
+                p.buffer, p.offset, None if p.nbytes is None else p.offset + p.nbytes)
+        return span
 
     # -- live regions ------------------------------------------------------------------------
     def _planned(self, value: str) -> bool:
@@ -251,26 +257,36 @@ class MemoryCheck:
 
     def _walk(self, value: str, region: _Region, work: list[tuple[int, int]], delta: Delta,
               stop: Optional[set]) -> Optional[tuple[int, str, int]]:
-        preds = self.cfg.predecessors
+        # `_note` and `_defs` inline, and names bound once: a fix trial walks up to its
+        # budget of steps, a few per node of the program
+        preds, nodes, note = self.cfg.predecessors, self.nodes, self._note
+        live, readers, removed, dropped = region.live, region.readers, self.removed, delta.removed
+        push = work.append
         budget = self.budget
         left = budget.total - budget.spent  # counted here, not per step through `_spend`
         steps = 0
         try:
             while work:
                 i, reader = work.pop()
-                if i in region.live:
+                if i in live:
                     continue
                 steps += 1
                 if steps > left:
                     raise WalkBudgetSpent(budget.total)
-                region.live[i] = self.nodes[reader]
-                if i not in region.readers:
-                    hit = self._note(value, region, i, reader, delta, stop)
+                live[i] = nodes[reader]
+                if i in removed or i in dropped:  # neither reads nor writes
+                    for p in preds[i]:
+                        push((p, reader))
+                    continue
+                outputs = nodes[i].outputs
+                if outputs and i not in readers:
+                    hit = note(value, region, i, reader, delta, stop)
                     if hit is not None:
                         return hit
-                if value in self._defs(i, delta):
+                if value in outputs:
                     continue  # written here: earlier points see another lifetime
-                work.extend((p, reader) for p in preds[i])
+                for p in preds[i]:
+                    push((p, reader))
             return None
         finally:
             budget.spent += steps
@@ -287,9 +303,21 @@ class MemoryCheck:
         clash: another planned tensor, not a view of it), for the read at `reader`."""
         if i in self.removed or i in delta.removed:
             return None
-        family = region.family
+        mine = self._span(value)
+        if mine is None:
+            return None  # unplanned memory (the caller's, or allocated at run time) is not shared
+        family, spans, span = region.family, self._spans, self._span
+        buffer, start, end = mine
         for other in self.nodes[i].outputs:
-            if other in family or other == value or not self._overlaps(value, other):
+            if other in family or other == value:
+                continue
+            theirs = spans.get(other, _UNSET)
+            if theirs is _UNSET:
+                theirs = span(other)
+            if theirs is None or theirs[0] != buffer:
+                continue
+            # a size xferlint cannot compute overlaps: assume the worst
+            if end is not None and theirs[2] is not None and not (start < theirs[2] and theirs[1] < end):
                 continue
             found = (i, other, reader)
             region.found.append(found)
