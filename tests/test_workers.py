@@ -276,6 +276,7 @@ FILES = {
     "exits.py": "import os\nprint('leaving', flush=True)\nos._exit(3)\nprogram = None\n",
     "sysexit.py": "import sys\nsys.exit(4)\nprogram = None\n",
     "interrupt.py": "raise KeyboardInterrupt\nprogram = None\n",
+    "interrupted.py": "def program():\n    raise KeyboardInterrupt\n",
     "raises.py": "def program():\n    raise ValueError('no model today')\n",
     "segfault.py": "import ctypes\nctypes.string_at(0)\nprogram = None\n",
     # What the OOM killer does to a process, without filling a shared machine's memory.
@@ -285,7 +286,9 @@ FILES = {
 BAD = {  # input -> what its one error line says
     "exits.py:program": "exited with status 3",
     "sysexit.py:program": "raised SystemExit: 4",
-    "interrupt.py:program": "raised KeyboardInterrupt",
+    # where, as for any other exception (a worker ignores SIGINT: only the user's code raises it)
+    "interrupt.py:program": "importing it raised KeyboardInterrupt (at interrupt.py:1)",
+    "interrupted.py:program": "calling `program` raised KeyboardInterrupt (at interrupted.py:2)",
     "raises.py:program": "ValueError: no model today",
     "segfault.py:program": "crashed (SIGSEGV)",
     "oom.py:program": "killed (SIGKILL",

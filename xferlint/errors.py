@@ -22,6 +22,17 @@ class InputError(XferlintError):
     attribute of the wrong type, a foreign or truncated file."""
 
 
+class InterruptedInput(KeyboardInterrupt):
+    """A KeyboardInterrupt raised while an input was imported or called, with the error
+    line that says where. Still a KeyboardInterrupt, so that Ctrl-C stops an in-process
+    run; a worker process ignores SIGINT, so there only the user's code raises one, and
+    the worker reports `message` as that input's error."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
 class UnmodelledOpError(XferlintError):
     """Strict mode met an operator the analyzer has no transfer function for."""
 

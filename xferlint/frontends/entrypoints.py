@@ -17,7 +17,7 @@ import re
 from dataclasses import replace
 from typing import Any, Iterator, Optional
 
-from xferlint.errors import InputError
+from xferlint.errors import InputError, InterruptedInput
 from xferlint.frontends import is_program_object
 from xferlint.frontends.discovery import Discovery, walk
 from xferlint.records import dataclass
@@ -269,8 +269,9 @@ def load_entry_point(entry: EntryPoint) -> list[ProgramObject]:
         if entry.module is not None and exc.name and entry.module.startswith(exc.name):
             raise InputError(f"{entry.label}: no module named '{exc.name}'") from None
         raise InputError(f"{entry.label}: importing it raised {_describe(exc)}{_user_frame(exc, entry.file)}") from None
-    except KeyboardInterrupt:
-        raise
+    except KeyboardInterrupt as exc:
+        raise InterruptedInput(f"{entry.label}: importing it raised KeyboardInterrupt"
+                               f"{_user_frame(exc, entry.file)}") from exc
     except BaseException as exc:  # noqa: BLE001 - the user's code may raise anything, SystemExit included
         raise InputError(f"{entry.label}: importing it raised {_describe(exc)}{_user_frame(exc, entry.file)}"
                          f"{_known_failure(exc)}") from None
@@ -308,8 +309,9 @@ def resolve(obj: Any, entry: EntryPoint, name: str, depth: int = 0) -> list[Prog
         try:
             with stdout_to_stderr():
                 produced = obj()
-        except KeyboardInterrupt:
-            raise
+        except KeyboardInterrupt as exc:
+            raise InterruptedInput(f"{entry.label}: calling `{name}` raised KeyboardInterrupt"
+                                   f"{_user_frame(exc, entry.file)}") from exc
         except TypeError as exc:
             if "argument" in str(exc) and exc.__traceback__ is not None and exc.__traceback__.tb_next is None:
                 raise InputError(f"{entry.label}: `{name}` must take no arguments ({_describe(exc)})") from None

@@ -22,7 +22,7 @@ import importlib
 import os
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence, Union
 
-from xferlint.errors import FixError, InputError, XferlintError
+from xferlint.errors import FixError, InputError, InterruptedInput, XferlintError
 from xferlint.findings import InputErrorEntry
 from xferlint.frontends import Detached, LoadedProgram
 from xferlint.frontends.discovery import Discovery
@@ -226,9 +226,8 @@ def _check_task(entry: EntryPoint, rules: Sequence[Rule], strict: bool, timeline
         part = _part(timelines, template)
         try:
             check_entry(part, entry, rules, strict)
-        except KeyboardInterrupt:  # raised by the user's code (the worker ignores SIGINT)
-            part.errors.append(error_entry(entry.label, InputError(f"{entry.label}: loading it raised "
-                                                                   "KeyboardInterrupt")))
+        except KeyboardInterrupt as exc:  # raised by the user's code (the worker ignores SIGINT)
+            part.errors.append(error_entry(entry.label, InputError(_interrupted(entry.label, exc))))
         fixes = _try_fixes(part, rules, strict, fix) if fix is not None else [None] * len(part.loaded)
         return Partial(errors=part.errors, views=[loaded.view for loaded in part.loaded], findings=part.findings,
                        transfers=part.transfers, timelines=part.timelines, fixes=fixes,
@@ -236,6 +235,14 @@ def _check_task(entry: EntryPoint, rules: Sequence[Rule], strict: bool, timeline
                        record=part.record)
 
     return run
+
+
+def _interrupted(label: str, exc: KeyboardInterrupt) -> str:
+    """The error line of a KeyboardInterrupt the user's code raised: where, when the entry
+    point's import or call raised it (`InterruptedInput`), else while lowering it."""
+    if isinstance(exc, InterruptedInput):
+        return exc.message
+    return f"{label}: loading it raised KeyboardInterrupt"
 
 
 def _try_fixes(part: CheckRun, rules: Sequence[Rule], strict: bool, fix: FixOptions) -> list:
@@ -285,8 +292,8 @@ def fix_input(spec: str, rules: Sequence[Rule], *, unsafe_fixes: bool = False, s
             return dataclasses.replace(result, program=program)
         except XferlintError as exc:
             return Refused(str(exc))
-        except KeyboardInterrupt:
-            return Refused(f"{label}: loading it raised KeyboardInterrupt")
+        except KeyboardInterrupt as exc:
+            return Refused(_interrupted(label, exc))
         except Exception as exc:  # noqa: BLE001 - the line cli.main prints for an internal error
             return Refused(f"internal error: {type(exc).__name__}: {exc} (please report it)")
 
