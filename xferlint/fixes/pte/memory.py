@@ -257,8 +257,8 @@ class MemoryCheck:
 
     def _walk(self, value: str, region: _Region, work: list[tuple[int, int]], delta: Delta,
               stop: Optional[set]) -> Optional[tuple[int, str, int]]:
-        # `_note` and `_defs` inline, and names bound once: a fix trial walks up to its
-        # budget of steps, a few per node of the program
+        # `_defs` inline, `_note` asked only of nodes that write something, and names bound
+        # once: a fix trial walks up to its budget of steps, a few per node of the program
         preds, nodes, note = self.cfg.predecessors, self.nodes, self._note
         live, readers, removed, dropped = region.live, region.readers, self.removed, delta.removed
         push = work.append
