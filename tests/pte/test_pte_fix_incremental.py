@@ -98,7 +98,6 @@ def test_incremental_decisions_on_reshuffled_memory_plans(build, mixed):
         assert (True, True) in seen
 
 
-
 @pytest.mark.parametrize("build, plans", [
     (lambda: sp.returned_copies(6, round_trip=True), 6),
     (lambda: sp.returned_copies(6, own_bytes=True, round_trip=True), 6),
