@@ -21,6 +21,12 @@ REPO_ROOT = os.path.dirname(TESTS_DIR)
 if TESTS_DIR not in sys.path:
     sys.path.insert(0, TESTS_DIR)
 
+# The results cache (xferlint.workers.cache) is off for the suite, in this process and in
+# every xferlint it starts: a test that changes a rule or a reader in process must see its
+# files checked again, and the suite must neither read nor fill the user's cache.
+# tests/test_cache.py turns it on, in a folder of its own.
+os.environ["XFERLINT_NO_CACHE"] = "1"
+
 
 class LoweredCache:
     """Programs lowered once per session, by name."""

@@ -187,6 +187,12 @@ def _add_check(check: argparse.ArgumentParser) -> None:
                             "(hidden and test folders, conftest.py, test_*.py, virtual envs, build output)")
     check.add_argument("--extend-exclude", action="append", metavar="PATTERNS",
                        help="Patterns to skip on top of the configured or default ones")
+    check.add_argument("--no-cache", action="store_true",
+                       help="Check every program file again, not reading or writing the results cache "
+                            "(also: XFERLINT_NO_CACHE=1)")
+    check.add_argument("--cache-dir", metavar="DIR",
+                       help="Where results of unchanged program files are kept between runs (also: XFERLINT_CACHE_DIR; "
+                            "default: $XDG_CACHE_HOME/xferlint)")
     check.add_argument("--only-programs", action="store_true",
                        help="Skip inputs that are no program (a .py file without a top-level `program`, an "
                             "unknown suffix) instead of failing on them: for pre-commit, which passes every changed file")
@@ -324,12 +330,13 @@ def cmd_check(args: argparse.Namespace) -> int:
     from xferlint.fsutil import project_root
 
     root = project_root(settings.project_root)
+    settle = _settle_options(args, settings)
     run = check_paths(paths, rules, strict=settings.strict, source_map=source_map, discovery=discovery,
                       timelines=draws, jobs=settings.jobs, timeout=settings.timeout,
                       quiet=bool(getattr(args, "quiet", False) or getattr(args, "silent", False)),
                       fix=FixOptions(unsafe_fixes=settings.unsafe_fixes) if args.diff else None,
-                      project_root=root,
-                      settle=_settle_options(args, settings))
+                      project_root=root, settle=settle,
+                      cache=_cache(args, rules, settings, settle, draws, root) if source_map is None else None)
     noqa_commands.print_notes(run)
     apply_per_file_ignores(run, settings.per_file_ignores, settings.extend_per_file_ignores)
     tried = settle_fixability(run, rules, unsafe_fixes=settings.unsafe_fixes, strict=settings.strict,
@@ -368,6 +375,17 @@ def cmd_check(args: argparse.Namespace) -> int:
     if report.findings and not settings.exit_zero:
         return EXIT_FINDINGS
     return EXIT_CLEAN
+
+
+def _cache(args: argparse.Namespace, rules, settings, settle, timelines: bool, root: str):
+    """The results cache of a plain check (None: --no-cache, XFERLINT_NO_CACHE, or a run
+    that needs the programs themselves)."""
+    if settle is None or args.no_cache:
+        return None
+    from xferlint.workers.cache import default_folder, open_cache
+
+    return open_cache(args.cache_dir or default_folder(), rules, strict=settings.strict, timelines=timelines,
+                      project_root=root, settle=settle)
 
 
 def _settle_options(args: argparse.Namespace, settings):

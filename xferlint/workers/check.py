@@ -32,7 +32,8 @@ from xferlint.progress import Progress
 from xferlint.records import dataclass
 from xferlint.rules.base import Rule
 from xferlint.suppression_record import Record
-from xferlint.workers.files import Claims, SettleOptions, claim_task, warm_up, workers_for
+from xferlint.workers.cache import Hit, ResultCache
+from xferlint.workers.files import Claims, SettleOptions, check_file, claim_task, warm_up, workers_for
 
 if TYPE_CHECKING:
     from xferlint.workers.payloads import Partial
@@ -75,12 +76,13 @@ def check_paths(paths: Iterable[str], rules: Sequence[Rule], *, strict: bool = F
                 source_map: Optional[dict] = None, discovery: Optional[Discovery] = None, timelines: bool = False,
                 jobs: Optional[int] = None, timeout: Optional[float] = None, quiet: bool = False,
                 fix: Optional[FixOptions] = None, project_root: Optional[str] = None,
-                settle: Optional[SettleOptions] = None) -> CheckRun:
+                settle: Optional[SettleOptions] = None, cache: Optional[ResultCache] = None) -> CheckRun:
     """pipeline.check_paths with every Python entry point in a worker, `jobs` at a time,
     each within `timeout` seconds; progress on stderr when it is a terminal (not `quiet`).
     With `settle` (a plain check), program files too are checked in `jobs` workers and
-    their fixability settled there (xferlint.workers.files). Each input keeps its own
-    suppression record, merged in input order."""
+    their fixability settled there (xferlint.workers.files), and with `cache` too a file
+    checked before, unchanged, is read back from it (xferlint.workers.cache). Each input
+    keeps its own suppression record, merged in input order."""
     template = new_record(rules, project_root)
     slots: list[Union[InputErrorEntry, EntryPoint]] = []
     for spec in paths:
@@ -92,14 +94,25 @@ def check_paths(paths: Iterable[str], rules: Sequence[Rule], *, strict: bool = F
     remote = [i for i, s in enumerate(slots) if isinstance(s, EntryPoint) and not s.is_program_file]
     with Progress(len(slots), quiet=quiet) as progress:
         here = [(i, s) for i, s in enumerate(slots) if isinstance(s, EntryPoint) and s.is_program_file]
-        spread = workers_for(here, jobs or default_jobs()) if settle is not None else 0
+        if settle is None or len({slot.label for _, slot in here}) != len(here):
+            cache = None  # a file named twice: settling one copy changes the other's findings
+        looked_up: dict[int, Hit] = {}
         with collector_paused():  # program files run no user code: the run's heap only grows
+            if cache is not None:
+                here = _cached_files(here, cache, parts, looked_up, timelines, template)
+            spread = workers_for(here, jobs or default_jobs()) if settle is not None else 0
             if spread:
                 warm_up(here, timelines)  # what every child would otherwise import on its own
                 here = _program_files_in_workers(here, spread, parts, rules, strict, source_map, timelines, template,
-                                                 settle, progress)
+                                                 settle, progress, cache, looked_up)
             for done, (i, slot) in enumerate(here):
                 progress.update(done, [slot.label], action="checking")
+                if cache is not None and i in looked_up:  # checked and settled as a worker would, then kept
+                    got = check_file(slot, _checker(rules, strict, source_map), lambda: _part(timelines, template),
+                                   rules, strict, settle)
+                    parts[i] = _from_partial(got, timelines, template, settled=True)
+                    cache.store(slot.label, slot.file, looked_up[i], got, got.sources)
+                    continue
                 parts[i] = _part(timelines, template)
                 check_entry(parts[i], slot, rules, strict, source_map)
         done = len(slots) - len(remote)  # and the inputs that did not expand
@@ -146,17 +159,41 @@ def _absorb(run: CheckRun, part: CheckRun) -> None:
         run.timelines.extend(part.timelines)
 
 
-def _program_files_in_workers(here: list, count: int, parts: list, rules: Sequence[Rule], strict: bool,
-                              source_map: Optional[dict], timelines: bool, template: Record,
-                              settle: SettleOptions, progress: Progress) -> list:
-    """Check the program files `here` in `count` workers that take them from one queue
-    (xferlint.workers.files) into `parts`; returns the files no worker reported (its worker
-    failed), for this process to check."""
-    from xferlint.workers.pool import Done, Task, run_tasks
+def _cached_files(here: list, cache: ResultCache, parts: list, looked_up: dict[int, Hit], timelines: bool,
+                  template: Record) -> list:
+    """Fill `parts` with the files `cache` holds unchanged; returns the others, with what
+    the look-up found of each that can be kept once checked (its stat and digest) in
+    `looked_up`."""
+    left = []
+    for i, slot in here:
+        hit = cache.look_up(slot.label, slot.file)
+        if hit is not None and hit.partial is not None:
+            parts[i] = _from_partial(hit.partial, timelines, template, settled=True)
+            continue
+        if hit is not None:
+            looked_up[i] = hit
+        left.append((i, slot))
+    return left
 
+
+def _checker(rules: Sequence[Rule], strict: bool, source_map: Optional[dict]):
     def check(part: CheckRun, slot: EntryPoint) -> None:
         check_entry(part, slot, rules, strict, source_map)
 
+    return check
+
+
+def _program_files_in_workers(here: list, count: int, parts: list, rules: Sequence[Rule], strict: bool,
+                              source_map: Optional[dict], timelines: bool, template: Record,
+                              settle: SettleOptions, progress: Progress, cache: Optional[ResultCache] = None,
+                              looked_up: Optional[dict[int, Hit]] = None) -> list:
+    """Check the program files `here` in `count` workers that take them from one queue
+    (xferlint.workers.files) into `parts`, each kept in `cache` (when given) as its look-up
+    in `looked_up` found it; returns the files no worker reported (its worker failed), for this
+    process to check."""
+    from xferlint.workers.pool import Done, Task, run_tasks
+
+    check = _checker(rules, strict, source_map)
     try:
         claims = Claims(here)
     except OSError:  # no pipe to spare (EMFILE): the files are checked here, as with -j 1
@@ -188,6 +225,8 @@ def _program_files_in_workers(here: list, count: int, parts: list, rules: Sequen
             i, slot = here[k]
             parts[i] = _merged_part(slot, outcome, timelines, template, got=got, settled=True)
             reported[k] = True
+            if cache is not None and looked_up is not None and i in looked_up:
+                cache.store(slot.label, slot.file, looked_up[i], got, got.sources)
     return [item for item, done in zip(here, reported) if not done]
 
 
@@ -197,11 +236,16 @@ def _merged_part(entry: EntryPoint, outcome: Union[Done, Failed], timelines: boo
     several); `settled`: its findings' fixability was decided there."""
     from xferlint.workers.pool import Failed
 
-    part = _part(timelines, template)
     if isinstance(outcome, Failed):
+        part = _part(timelines, template)
         part.errors.append(InputErrorEntry(input=entry.label, message=outcome.message, kind="input"))
         return part
-    got = got if got is not None else outcome.payload
+    return _from_partial(got if got is not None else outcome.payload, timelines, template, settled)
+
+
+def _from_partial(got: Partial, timelines: bool, template: Record, settled: bool = False) -> CheckRun:
+    """The part of one input as a worker (or the results cache) gave it back."""
+    part = _part(timelines, template)
     part.errors.extend(got.errors)
     for view, tried, classes in zip(got.views, got.fixes, got.classes):
         native = Detached(fix=tried, classes=classes, settled=settled) if not isinstance(tried, str) else \

@@ -171,23 +171,26 @@ def claim_task(here: Sequence[Slot], claims: Claims, check: Callable[[CheckRun, 
         with collector_paused():  # as in the parent: program files make no reference cycles
             for batch in iter(claims.take, []):
                 for k in batch:
-                    out.append((k, _checked(here[k][1], check, new_part, rules, strict, settle)))
+                    out.append((k, check_file(here[k][1], check, new_part, rules, strict, settle)))
         return out
 
     return task
 
 
-def _checked(slot: EntryPoint, check: Callable[[CheckRun, EntryPoint], None], new_part: Callable[[], CheckRun],
-             rules: Sequence[Rule], strict: bool, settle: SettleOptions):
-    """One file checked in a child, its fixability settled, as the Partial it sends back."""
+def check_file(slot: EntryPoint, check: Callable[[CheckRun, EntryPoint], None], new_part: Callable[[], CheckRun],
+               rules: Sequence[Rule], strict: bool, settle: SettleOptions):
+    """One file checked (in a child, or here for the results cache), its fixability
+    settled, as the Partial a child sends back."""
     from xferlint.fixes.driver import settle_fixability
     from xferlint.per_file_ignores import apply as apply_per_file_ignores
+    from xferlint.workers.cache import sources_of
     from xferlint.workers.payloads import Partial
 
     part = new_part()
     check(part, slot)
+    sources = tuple(sorted(sources_of(part)))  # before the ignores drop findings whose comments were read
     apply_per_file_ignores(part, *settle.ignores)
     settle_fixability(part, rules, unsafe_fixes=settle.unsafe_fixes, strict=strict, keep_results=False)
     return Partial(errors=part.errors, views=[_hollow(loaded.view) for loaded in part.loaded], findings=part.findings,
                    transfers=part.transfers, timelines=part.timelines, fixes=[None] * len(part.loaded),
-                   classes=[frozenset()] * len(part.loaded), record=part.record)
+                   classes=[frozenset()] * len(part.loaded), record=part.record, sources=sources)

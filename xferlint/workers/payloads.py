@@ -32,6 +32,8 @@ class Partial:
     fixes: list[Optional[Union[Any, str]]]  # per view: FixResult without program | why not | None
     classes: list[frozenset]  # per view: the native program's class names (Detached.classes)
     record: Record  # what noqa comments suppressed in this input, its source files (XF100)
+    # the files whose comments checking it read (a program file's: xferlint.workers.cache)
+    sources: tuple = ()
 
 
 @dataclass(frozen=True)

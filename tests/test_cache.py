@@ -1,0 +1,182 @@
+"""The results cache of a plain check (xferlint/workers/cache.py): a program file checked
+before, unchanged, under the same settings, is read back instead of checked again, and the
+report is the same byte for byte as without the cache; anything that changes the result
+(the file's bytes, the settings, a noqa comment in the model's source) checks it again."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import pytest
+
+import xferlint.pipeline as pipeline
+from xferlint.cli import main
+from xferlint.testing import synthetic_pte
+from xferlint.workers import cache as cache_module
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SAMPLES = os.path.join(REPO, "sample_models")
+
+
+@pytest.fixture
+def loads(monkeypatch):
+    """The program files this process loaded (a file read back from the cache is not)."""
+    seen: list[str] = []
+    real = pipeline.load_entry
+
+    def counting(entry, *args, **kwargs):
+        seen.append(entry.label)
+        return real(entry, *args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "load_entry", counting)
+    return seen
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """A project folder holding a `.pte` with fixable and refused findings, a `.pt2` whose
+    findings point into a copy of its model's source, and the cache folder beside it."""
+    root = tmp_path / "project"
+    (root / "sample_models" / "pt2").mkdir(parents=True)
+    shutil.copy(os.path.join(SAMPLES, "pt2", "host_split.pt2"), root / "sample_models" / "pt2")
+    shutil.copy(os.path.join(SAMPLES, "aten_models.py"), root / "sample_models")
+    (root / "ladder.pte").write_bytes(synthetic_pte.ladder(40))
+    (root / "loops.pte").write_bytes(synthetic_pte.loops(5))
+    monkeypatch.chdir(root)
+    return root
+
+
+def _check(out: str, *args: str, cache: str = "", paths=("ladder.pte", "loops.pte", "sample_models")) -> str:
+    flags = ("--cache-dir", cache) if cache else ("--no-cache",)
+    code = main(["check", *paths, "--format", "json", "-o", out, "--exit-zero", "--isolated", *flags, *args])
+    assert code == 0
+    with open(out, encoding="utf-8") as handle:
+        return handle.read()
+
+
+def test_a_second_run_reads_every_file_back_and_reports_the_same(project, tmp_path, loads):
+    cache = str(tmp_path / "cache")
+    plain = _check(str(tmp_path / "plain.json"))
+    first = _check(str(tmp_path / "first.json"), cache=cache)
+    assert sorted(loads) == sorted(["ladder.pte", "loops.pte", os.path.join("sample_models", "pt2", "host_split.pt2")]
+                                   * 2)
+    loads.clear()
+    second = _check(str(tmp_path / "second.json"), cache=cache)
+    assert loads == []  # nothing loaded, analysed or fix-tried again
+    assert first == plain and second == plain
+    assert any(f["fixable"] for f in json.loads(second)["findings"])  # the fix trial's decisions come back
+
+
+def test_changed_bytes_are_checked_again_touched_ones_are_not(project, tmp_path, loads):
+    cache = str(tmp_path / "cache")
+    _check(str(tmp_path / "a.json"), cache=cache)
+    (project / "ladder.pte").write_bytes(synthetic_pte.ladder(60))  # same name, other program
+    os.utime(project / "loops.pte", ns=(1, 1))  # same bytes, other times (a fresh clone, a restored CI cache)
+    loads.clear()
+    again = _check(str(tmp_path / "b.json"), cache=cache)
+    assert loads == ["ladder.pte"]
+    assert again == _check(str(tmp_path / "c.json"))
+
+
+@pytest.mark.parametrize("args", [("--select", "XF001"), ("--max-transfer-bytes", "1"), ("--unsafe-fixes",),
+                                  ("--strict",)])
+def test_other_settings_check_the_files_again(project, tmp_path, loads, args):
+    cache = str(tmp_path / "cache")
+    _check(str(tmp_path / "a.json"), cache=cache)
+    loads.clear()
+    changed = _check(str(tmp_path / "b.json"), *args, cache=cache)
+    assert len(loads) == 3
+    assert changed == _check(str(tmp_path / "c.json"), *args)
+
+
+def test_per_file_ignores_are_part_of_the_key(project, tmp_path, loads):
+    cache = str(tmp_path / "cache")
+    _check(str(tmp_path / "a.json"), cache=cache)
+    config = project / "pyproject.toml"
+    config.write_text('[tool.xferlint]\nper-file-ignores = {"ladder.pte" = ["XF001"]}\n', encoding="utf-8")
+    loads.clear()
+    flags = ("--config", str(config))
+    code = main(["check", "ladder.pte", "--format", "json", "-o", str(tmp_path / "b.json"), "--exit-zero",
+                 "--cache-dir", cache, *flags])
+    assert code == 0 and loads == ["ladder.pte"]
+    with open(tmp_path / "b.json", encoding="utf-8") as handle:
+        assert not [f for f in json.load(handle)["findings"] if f["code"] == "XF001"]
+
+
+def test_a_noqa_comment_added_to_the_model_source_is_seen(project, tmp_path, loads):
+    cache = str(tmp_path / "cache")
+    paths = ("sample_models",)
+    before = json.loads(_check(str(tmp_path / "a.json"), cache=cache, paths=paths))
+    (finding,) = [f for f in before["findings"] if f["code"] == "XF005"]
+    source = finding["location"]["file"]
+    assert source == str(project / "sample_models" / "aten_models.py")
+    lines = open(source, encoding="utf-8").read().splitlines(keepends=True)
+    line = finding["location"]["line"]
+    lines[line - 1] = lines[line - 1].rstrip("\n") + "  # xferlint: noqa: XF005\n"
+    with open(source, "w", encoding="utf-8") as handle:
+        handle.write("".join(lines))
+    loads.clear()
+    after = _check(str(tmp_path / "b.json"), cache=cache, paths=paths)
+    assert len(loads) == 1
+    assert not [f for f in json.loads(after)["findings"] if f["code"] == "XF005"]
+    assert after == _check(str(tmp_path / "c.json"), paths=paths)
+
+
+def test_a_spread_run_keeps_what_its_workers_checked(project, tmp_path, loads):
+    folder = project / "many"
+    folder.mkdir()
+    for k in range(10):
+        (folder / f"p{k}.pte").write_bytes(synthetic_pte.ladder(10 + k))
+    cache = str(tmp_path / "cache")
+    first = _check(str(tmp_path / "a.json"), "-j", "2", cache=cache, paths=("many",))
+    loads.clear()
+    second = _check(str(tmp_path / "b.json"), "-j", "2", cache=cache, paths=("many",))
+    assert loads == [] and first == second == _check(str(tmp_path / "c.json"), "-j", "1", paths=("many",))
+
+
+def test_unusable_entries_and_folders_only_cost_time(project, tmp_path, loads):
+    cache = tmp_path / "cache"
+    _check(str(tmp_path / "a.json"), cache=str(cache))
+    for entry in cache.glob("*/*"):
+        entry.write_bytes(b"not a pickle")
+    loads.clear()
+    assert _check(str(tmp_path / "b.json"), cache=str(cache)) == _check(str(tmp_path / "c.json"))
+    assert len(loads) == 6  # every entry unreadable: each file checked (and once more without the cache)
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the cache folder would be")
+    assert _check(str(tmp_path / "d.json"), cache=str(blocked)) == _check(str(tmp_path / "c.json"))
+
+
+def test_runs_that_need_the_programs_and_opting_out_write_no_cache(project, tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    main(["check", "ladder.pte", "--diff", "--isolated", "--cache-dir", str(cache), "-o", str(tmp_path / "d.txt")])
+    main(["check", "ladder.pte", "--isolated", "--no-cache", "-o", str(tmp_path / "e.txt")])
+    assert not cache.exists()
+    monkeypatch.setenv("XFERLINT_CACHE_DIR", str(cache))
+    main(["check", "ladder.pte", "--isolated", "-o", str(tmp_path / "f.txt")])
+    assert not cache.exists()  # XFERLINT_NO_CACHE (the suite's) wins over the folder's variable
+    monkeypatch.delenv("XFERLINT_NO_CACHE")
+    main(["check", "ladder.pte", "--isolated", "-o", str(tmp_path / "g.txt")])
+    assert len(list(cache.glob("*/*"))) == 1
+
+
+def test_a_fifo_is_still_one_error_line(project, tmp_path, capsys):
+    fifo = project / "pipe.pte"
+    os.mkfifo(fifo)
+    code = main(["check", "pipe.pte", "ladder.pte", "--isolated", "--cache-dir", str(tmp_path / "cache"),
+                 "-o", str(tmp_path / "out.txt")])
+    assert code == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "pipe.pte" in errors[0]
+
+
+def test_old_run_folders_are_pruned(tmp_path):
+    root = tmp_path / "cache"
+    for k in range(cache_module.KEPT_RUNS + 3):
+        (root / f"v{cache_module.FORMAT}-old{k:02d}").mkdir(parents=True)
+        os.utime(root / f"v{cache_module.FORMAT}-old{k:02d}", ns=(k * 10**9, k * 10**9))
+    cache_module._prune(str(root), keep="v1-new")
+    left = sorted(p.name for p in root.iterdir())
+    assert left == [f"v{cache_module.FORMAT}-old{k:02d}" for k in range(3, cache_module.KEPT_RUNS + 3)]

@@ -1,0 +1,281 @@
+"""Results of program files kept between runs: a plain `check` reads back what it found in
+a `.pte` or `.pt2` it checked before, unchanged, under the same settings and the same
+xferlint, instead of reading, analysing and fix-trying it again (as ruff's and mypy's
+caches do).
+
+One entry per file and settings: the file's settled `Partial` (what a worker sends back:
+findings with their fixability decided, transfer summary, suppression record, programs
+without their methods), the BLAKE2 digest of the file's bytes, and the size and mtime of
+every source file whose comments the check read (noqa directives: adding one to the model's
+source changes the result). An entry is used only when all of them still match, so the
+report is the same byte for byte with or without it.
+
+The key of a run (`run_key`) covers what else decides a file's result: this xferlint's
+own files (path, size, mtime of each), the Python and ExecuTorch it runs with, the
+working directory, the rules and their options, `--strict`, `--unsafe-fixes`, the
+per-file ignores and the project root. A run with rules from outside xferlint, or with
+`--etrecord`, is not cached.
+
+Entries are pickles, so the cache lives where only the user writes: `XFERLINT_CACHE_DIR`
+or `--cache-dir`, else `$XDG_CACHE_HOME/xferlint` (`~/.cache/xferlint`), never a folder a
+project's configuration names. Writes go through a temporary file and `os.replace`; a
+cache that cannot be read or written is skipped without a word (it only ever saves time).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from typing import TYPE_CHECKING, Iterable, Optional, Sequence
+
+from xferlint.records import dataclass
+
+if TYPE_CHECKING:
+    from xferlint.rules.base import Rule
+    from xferlint.workers.files import SettleOptions
+    from xferlint.workers.payloads import Partial
+
+FORMAT = 1  # bumped when an entry's layout changes
+KEPT_RUNS = 8  # run folders kept beside a new one (each settings or xferlint change makes one)
+_DISABLING = ("1", "true", "yes", "on")
+
+
+def default_folder() -> Optional[str]:
+    """`XFERLINT_CACHE_DIR`, else `$XDG_CACHE_HOME/xferlint`, else `~/.cache/xferlint`;
+    None when `XFERLINT_NO_CACHE` is set (1, true, yes, on)."""
+    if os.environ.get("XFERLINT_NO_CACHE", "").strip().lower() in _DISABLING:
+        return None
+    explicit = os.environ.get("XFERLINT_CACHE_DIR")
+    if explicit:
+        return explicit
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "xferlint")
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """What a look-up found of a file: its stat and digest (what an entry made now would
+    hold), and its cached Partial when the entry matched (else None)."""
+
+    stat: tuple
+    digest: Optional[bytes]
+    partial: Optional["Partial"]
+
+
+class ResultCache:
+    """The entries of one run key, in `folder/<run key>/`."""
+
+    __slots__ = ("root", "folder", "created")
+
+    def __init__(self, root: str, run_key: str) -> None:
+        self.root = root
+        self.folder = os.path.join(root, f"v{FORMAT}-{run_key}")
+        self.created = False
+
+    def look_up(self, label: str, path: str) -> Optional[Hit]:
+        """The entry of file `path` (input `label`): it matches when the file's stat (size,
+        mtime, ctime, inode) is the one stored, else when the digest of its bytes is (a
+        fresh clone or a restored CI cache has new times, the same bytes), and the source
+        files' stats are the ones stored. None when `path` is not a regular file (the
+        check reports what is wrong with it; a FIFO is never opened here)."""
+        try:
+            info = os.stat(path)
+        except (OSError, ValueError):
+            return None
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        now = (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_dev)
+        entry = self._read(label, path)
+        if entry is not None and entry[1] == now:
+            return Hit(now, entry[2], entry[4])
+        digest = _digest(path)
+        if digest is None:
+            return None
+        return Hit(now, digest, entry[4] if entry is not None and entry[2] == digest else None)
+
+    def _read(self, label: str, path: str) -> Optional[tuple]:
+        """(format, stat, digest, sources, Partial) of the file's entry, None when there is
+        none or it is stale: of another format, or a source file changed."""
+        try:
+            import pickle
+
+            with open(self._entry(label, path), "rb") as handle:
+                entry = pickle.load(handle)
+            if entry[0] != FORMAT or _stamps(s[0] for s in entry[3]) != entry[3]:
+                return None
+            return entry
+        except Exception:  # noqa: BLE001 - no entry, or one this code cannot read: check the file
+            return None
+
+    def store(self, label: str, path: str, hit: Hit, partial: "Partial", sources: Iterable[str]) -> None:
+        """Keep `partial` as the result of file `path` as `hit` found it (its stat and
+        digest before it was checked); `sources`: the files whose comments the check read."""
+        if partial.errors or hit.digest is None:  # an error may come from this machine (memory): check again
+            return
+        try:
+            import pickle
+
+            data = pickle.dumps((FORMAT, hit.stat, hit.digest, _stamps(sorted(set(sources))), partial), protocol=5)
+            self._make_folder()
+            target = self._entry(label, path)
+            temporary = f"{target}.{os.getpid()}.tmp"
+            try:
+                with open(temporary, "wb") as handle:
+                    handle.write(data)
+                os.replace(temporary, target)
+            except BaseException:
+                _remove(temporary)
+                raise
+        except Exception:  # noqa: BLE001 - read-only, full, removed meanwhile: the run goes on uncached
+            return
+
+    def _entry(self, label: str, path: str) -> str:
+        name = _hex(f"{label}\0{os.path.abspath(path)}", 16)
+        return os.path.join(self.folder, name)
+
+    def _make_folder(self) -> None:
+        """This run key's folder; the first time, the oldest other run folders beyond
+        KEPT_RUNS are removed (entries of settings or code no longer in use)."""
+        if self.created:
+            return
+        if not os.path.isdir(self.folder):
+            os.makedirs(self.folder, mode=0o700, exist_ok=True)
+            _prune(self.root, keep=os.path.basename(self.folder))
+        self.created = True
+
+
+def open_cache(folder: Optional[str], rules: Sequence["Rule"], *, strict: bool, timelines: bool,
+               project_root: Optional[str], settle: "SettleOptions") -> Optional[ResultCache]:
+    """The cache of a run with these settings in `folder` (None: no cache)."""
+    if folder is None or any(not type(rule).__module__.startswith("xferlint.rules.") for rule in rules):
+        return None
+    try:
+        key = run_key(rules, strict=strict, timelines=timelines, project_root=project_root, settle=settle)
+    except Exception:  # noqa: BLE001 - an option that does not print the same twice: no cache
+        return None
+    return ResultCache(os.path.abspath(folder), key)
+
+
+def run_key(rules: Sequence["Rule"], *, strict: bool, timelines: bool, project_root: Optional[str],
+            settle: "SettleOptions") -> str:
+    """What decides a file's result besides its bytes, as a hex digest (every part written
+    out in a fixed order: a pickle of a set would differ from one process to the next)."""
+    parts = (
+        FORMAT, sys.version, sys.prefix, os.getcwd(), _code_stamp(), _executorch_stamp(),
+        [(r.code, type(r).__module__, type(r).__qualname__,
+          [(k, repr(getattr(r, k, None))) for k in sorted(getattr(r, "options", ()))]) for r in rules],
+        strict, timelines, project_root, settle.unsafe_fixes,
+        [sorted((str(k), [str(c) for c in v]) for k, v in (table or {}).items()) for table in settle.ignores],
+    )
+    return _hex(repr(parts), 12)
+
+
+def _hex(text: str, size: int) -> str:
+    """A BLAKE2 digest of `text` in hex (`_blake2` itself: hashlib would load OpenSSL,
+    10-15 ms of a run that the cache makes take 0.15 s)."""
+    from _blake2 import blake2b
+
+    return blake2b(text.encode("utf-8", "surrogatepass"), digest_size=size).hexdigest()
+
+
+def _code_stamp() -> list:
+    """(path, size, mtime) of every file of this xferlint: an edited or upgraded xferlint is
+    another key."""
+    import xferlint
+
+    top = os.path.dirname(os.path.abspath(xferlint.__file__))
+    out = []
+    for folder, dirs, files in os.walk(top):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(files):
+            if name.endswith((".py", ".json", ".fbs")):
+                info = os.stat(os.path.join(folder, name))
+                out.append((os.path.relpath(os.path.join(folder, name), top), info.st_size, info.st_mtime_ns))
+    return out
+
+
+def _executorch_stamp() -> list:
+    """Where the installed ExecuTorch is and when it was installed ([] without one): a `.pte`
+    is read with its generated schema when it is not the pinned one."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("executorch")
+    except (ImportError, ValueError):
+        return []
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    folder = list(spec.submodule_search_locations)[0]
+    try:
+        return [folder, os.stat(folder).st_mtime_ns]
+    except OSError:
+        return [folder]
+
+
+def _digest(path: str) -> Optional[bytes]:
+    """The BLAKE2 digest of a regular file's bytes (None for anything else: a FIFO is never
+    opened for reading here, and the check says what is wrong with it)."""
+    from _blake2 import blake2b
+
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        digest = blake2b()
+        while True:  # in 1 MiB reads: a program of gigabytes of weights is never held whole
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                return digest.digest()
+            digest.update(chunk)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _stamps(paths: Iterable[str]) -> list[tuple[str, int, int]]:
+    """(path, size, mtime) of each file; (path, -1, -1) for one that does not exist."""
+    out = []
+    for path in paths:
+        try:
+            info = os.stat(path)
+            out.append((path, info.st_size, info.st_mtime_ns))
+        except (OSError, ValueError):
+            out.append((path, -1, -1))
+    return out
+
+
+def sources_of(part) -> set[str]:
+    """The files whose comments checking `part` (a CheckRun of one file, before per-file
+    ignores and the fix trial) read: every finding's source file, the ones comments
+    suppressed, and the program's source files a rule reads comments of (XF100)."""
+    found = {f.location.file for f in part.findings if f.location is not None}
+    for item in (*part.record.suppressed, *part.record.unhonoured):
+        if item.finding.location is not None:
+            found.add(item.finding.location.file)
+    found.update(part.record.sources)
+    return found
+
+
+def _prune(root: str, keep: str) -> None:
+    import shutil
+
+    try:
+        folders = [e for e in os.scandir(root) if e.is_dir(follow_symlinks=False) and e.name != keep
+                   and e.name.startswith("v")]
+        folders.sort(key=lambda e: e.stat(follow_symlinks=False).st_mtime_ns, reverse=True)
+    except OSError:
+        return
+    for entry in folders[KEPT_RUNS:]:
+        shutil.rmtree(entry.path, ignore_errors=True)
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
