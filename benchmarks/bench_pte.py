@@ -28,6 +28,10 @@ after one warm-up run each. Each measurement is a fresh process (the console scr
 run alternately so both see the same machine load; wall-clock and CPU time (user + sys of
 the child) are recorded; the table shows medians, the JSON also minima. The floor is an
 empty interpreter (`python -c pass`, site and this venv's editable-install hook included).
+Every xferlint run checks every file (XFERLINT_NO_CACHE=1), except those of the `cached`
+column: the same command with `--cache-dir`, its warm-up run filling the results cache
+(xferlint/workers/cache.py), so that each measured run reads every file's result back, as
+a second check of unchanged files does.
 One more process (`python -c`, the same `main`) reports which modules the check imported:
 torch and ExecuTorch proper never (only its generated flatbuffer reader).
 
@@ -173,6 +177,7 @@ def _env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPYCACHEPREFIX"] = str(HERE / "out" / "pycache")
     env["PYTHONWARNINGS"] = "ignore"
+    env["XFERLINT_NO_CACHE"] = "1"  # every run checks every file; the `cached` column names its --cache-dir
     return env
 
 
@@ -224,7 +229,7 @@ def side_by_side(label: str, tools: dict[str, list[str]], runs: int, cwd: Path) 
     for _ in range(runs):
         for name, argv in tools.items():
             wall, cpu, done = run_once(argv, cwd)
-            if done.returncode not in (0, 1) or (name == "xferlint" and done.stderr.strip()):
+            if done.returncode not in (0, 1) or (name in ("xferlint", "cached") and done.stderr.strip()):
                 raise SystemExit(f"{name} failed on {label} (exit {done.returncode}): {done.stderr[-2000:]}")
             samples[name]["wall"].append(wall)
             samples[name]["cpu"].append(cpu)
@@ -382,7 +387,9 @@ def main() -> None:
         et = [PYTHON, "-c", ET_ONE if path.endswith(".pte") else ET_DIR, path]
         xf = [XFERLINT, "check", path, "--format", "json", "--exit-zero"] + (
             ["-j", str(args.jobs)] if args.jobs else [])
-        results["cases"][label] = side_by_side(label, {"xferlint": xf, "executorch": et, "floor": floor}, n, root)
+        cached = xf + ["--cache-dir", str(root.with_name("xferlint-bench-pte-cache"))]  # filled by the warm-up
+        results["cases"][label] = side_by_side(label, {"xferlint": xf, "cached": cached, "executorch": et,
+                                                       "floor": floor}, n, root)
     results["in_process"] = in_process(large, runs)
     results["machine"]["loadavg_after"] = os.getloadavg()
     (HERE / "out" / "bench_pte.json").write_text(json.dumps(results, indent=2) + "\n")
@@ -397,12 +404,15 @@ def print_table(results: dict, runs: int) -> None:
           f"{machine['loadavg_before'][0]:.1f} -> {machine['loadavg_after'][0]:.1f} on {machine['cpus']} CPUs")
     print(f"xferlint: {results['command']}\n")
     print(f"{'':12}{'runs':>5}{'xferlint wall':>15}{'CPU':>9}{'ExecuTorch wall':>17}{'CPU':>9}"
-          f"{'ratio wall':>12}{'CPU':>7}{'python -c pass':>16}")
+          f"{'ratio wall':>12}{'CPU':>7}{'python -c pass':>16}{'cached wall':>13}{'CPU':>9}")
     for label, r in results["cases"].items():
-        xf, et, fl = r["xferlint"], r["executorch"], r["floor"]
+        xf, et, fl, ca = r["xferlint"], r["executorch"], r["floor"], r["cached"]
         print(f"{label:12}{r['runs']:>5}{xf['wall']['median_s']:>14.3f}s{xf['cpu']['median_s']:>8.3f}s"
               f"{et['wall']['median_s']:>16.3f}s{et['cpu']['median_s']:>8.3f}s"
-              f"{r['ratio_wall_median']:>11.1f}x{r['ratio_cpu_median']:>6.1f}x{fl['wall']['median_s']:>15.3f}s")
+              f"{r['ratio_wall_median']:>11.1f}x{r['ratio_cpu_median']:>6.1f}x{fl['wall']['median_s']:>15.3f}s"
+              f"{ca['wall']['median_s']:>12.3f}s{ca['cpu']['median_s']:>8.3f}s")
+    print("cached: the same command with --cache-dir, every file read back from the results cache its warm-up "
+          "run filled (xferlint/workers/cache.py); the other xferlint column checks every file (XFERLINT_NO_CACHE=1)")
     imp = results["imports"]
     print(f"\nmodules the check imported: {imp['modules']}; torch: {imp['torch']}; "
           f"executorch: {', '.join(imp['executorch']) or 'none'}")
