@@ -54,17 +54,19 @@ def default_folder() -> Optional[str]:
 
 
 @dataclass(frozen=True, slots=True)
-class Hit:
-    """What a look-up found of a file: its stat and digest (what an entry made now would
-    hold), and its cached Partial when the entry matched (else None)."""
+class Stamp:
+    """A program file as it was when its check started: its stat (size, mtime, ctime,
+    inode, device) and the digest of its bytes, taken in that order and before the check
+    reads it, so that a file changed meanwhile never matches the entry made of it."""
 
     stat: tuple
-    digest: Optional[bytes]
-    partial: Optional["Partial"]
+    digest: bytes
 
 
 class ResultCache:
-    """The entries of one run key, in `folder/<run key>/`."""
+    """The entries of one run key, in `folder/<run key>/`: each file's entry is two pickles,
+    its header (format, Stamp, source files' stats) and then its Partial, so a stale entry
+    is told from its header alone."""
 
     __slots__ = ("root", "folder", "created")
 
@@ -73,55 +75,50 @@ class ResultCache:
         self.folder = os.path.join(root, f"v{FORMAT}-{run_key}")
         self.created = False
 
-    def look_up(self, label: str, path: str) -> Optional[Hit]:
-        """The entry of file `path` (input `label`): it matches when the file's stat (size,
-        mtime, ctime, inode) is the one stored, else when the digest of its bytes is (a
-        fresh clone or a restored CI cache has new times, the same bytes), and the source
-        files' stats are the ones stored. None when `path` is not a regular file (the
-        check reports what is wrong with it; a FIFO is never opened here)."""
-        try:
-            info = os.stat(path)
-        except (OSError, ValueError):
-            return None
-        if not stat.S_ISREG(info.st_mode):
-            return None
-        now = (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_dev)
-        entry = self._read(label, path)
-        if entry is not None and entry[1] == now:
-            return Hit(now, entry[2], entry[4])
-        digest = _digest(path)
-        if digest is None:
-            return None
-        return Hit(now, digest, entry[4] if entry is not None and entry[2] == digest else None)
-
-    def _read(self, label: str, path: str) -> Optional[tuple]:
-        """(format, stat, digest, sources, Partial) of the file's entry, None when there is
-        none or it is stale: of another format, or a source file changed."""
+    def look_up(self, label: str, path: str) -> Optional["Partial"]:
+        """The cached result of file `path` (input `label`), or None. It matches when the
+        file's stat is the one stored, else when the digest of its bytes is (a fresh clone
+        or a restored CI cache has new times, the same bytes), and the source files' stats
+        are the ones stored. Only a regular file is looked at (a FIFO is never opened here;
+        the check says what is wrong with it)."""
         try:
             import pickle
 
-            with open(self._entry(label, path), "rb") as handle:
-                entry = pickle.load(handle)
-            if entry[0] != FORMAT or _stamps(s[0] for s in entry[3]) != entry[3]:
+            now = _stat(path)
+            if now is None:
                 return None
-            return entry
+            with open(self._entry(label, path), "rb") as handle:
+                version, stamp, sources = pickle.load(handle)
+                if version != FORMAT or _stamps(s[0] for s in sources) != sources:
+                    return None
+                if stamp.stat != now and stamp.digest != _digest(path):
+                    return None
+                return pickle.load(handle)
         except Exception:  # noqa: BLE001 - no entry, or one this code cannot read: check the file
             return None
 
-    def store(self, label: str, path: str, hit: Hit, partial: "Partial", sources: Iterable[str]) -> None:
-        """Keep `partial` as the result of file `path` as `hit` found it (its stat and
-        digest before it was checked); `sources`: the files whose comments the check read."""
-        if partial.errors or hit.digest is None:  # an error may come from this machine (memory): check again
+    def stamp(self, path: str) -> Optional[Stamp]:
+        """The file's Stamp, taken before its check reads it (None: not a regular file)."""
+        now = _stat(path)
+        digest = _digest(path) if now is not None else None
+        return Stamp(now, digest) if digest is not None else None
+
+    def store(self, label: str, path: str, stamp: Optional[Stamp], partial: "Partial") -> None:
+        """Keep `partial` (with its `sources`: the files whose comments the check read) as
+        the result of file `path` as `stamp` found it."""
+        if stamp is None or partial.errors:  # an error may come from this machine (memory): check again
             return
         try:
             import pickle
 
-            data = pickle.dumps((FORMAT, hit.stat, hit.digest, _stamps(sorted(set(sources))), partial), protocol=5)
+            header = pickle.dumps((FORMAT, stamp, _stamps(sorted(set(partial.sources)))), protocol=5)
+            data = pickle.dumps(partial, protocol=5)
             self._make_folder()
             target = self._entry(label, path)
             temporary = f"{target}.{os.getpid()}.tmp"
             try:
                 with open(temporary, "wb") as handle:
+                    handle.write(header)
                     handle.write(data)
                 os.replace(temporary, target)
             except BaseException:
@@ -211,6 +208,17 @@ def _executorch_stamp() -> list:
         return [folder, os.stat(folder).st_mtime_ns]
     except OSError:
         return [folder]
+
+
+def _stat(path: str) -> Optional[tuple]:
+    """(size, mtime, ctime, inode, device) of a regular file, else None."""
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    if not stat.S_ISREG(info.st_mode):
+        return None
+    return info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_dev
 
 
 def _digest(path: str) -> Optional[bytes]:

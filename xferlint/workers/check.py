@@ -32,7 +32,7 @@ from xferlint.progress import Progress
 from xferlint.records import dataclass
 from xferlint.rules.base import Rule
 from xferlint.suppression_record import Record
-from xferlint.workers.cache import Hit, ResultCache
+from xferlint.workers.cache import ResultCache
 from xferlint.workers.files import Claims, SettleOptions, check_file, claim_task, warm_up, workers_for
 
 if TYPE_CHECKING:
@@ -96,22 +96,20 @@ def check_paths(paths: Iterable[str], rules: Sequence[Rule], *, strict: bool = F
         here = [(i, s) for i, s in enumerate(slots) if isinstance(s, EntryPoint) and s.is_program_file]
         if settle is None or len({slot.label for _, slot in here}) != len(here):
             cache = None  # a file named twice: settling one copy changes the other's findings
-        looked_up: dict[int, Hit] = {}
         with collector_paused():  # program files run no user code: the run's heap only grows
             if cache is not None:
-                here = _cached_files(here, cache, parts, looked_up, timelines, template)
+                here = _cached_files(here, cache, parts, timelines, template)
             spread = workers_for(here, jobs or default_jobs()) if settle is not None else 0
             if spread:
                 warm_up(here, timelines)  # what every child would otherwise import on its own
                 here = _program_files_in_workers(here, spread, parts, rules, strict, source_map, timelines, template,
-                                                 settle, progress, cache, looked_up)
+                                                 settle, progress, cache)
             for done, (i, slot) in enumerate(here):
                 progress.update(done, [slot.label], action="checking")
-                if cache is not None and i in looked_up:  # checked and settled as a worker would, then kept
+                if cache is not None:  # checked and settled as a worker would, and kept
                     got = check_file(slot, _checker(rules, strict, source_map), lambda: _part(timelines, template),
-                                   rules, strict, settle)
+                                     rules, strict, settle, cache)
                     parts[i] = _from_partial(got, timelines, template, settled=True)
-                    cache.store(slot.label, slot.file, looked_up[i], got, got.sources)
                     continue
                 parts[i] = _part(timelines, template)
                 check_entry(parts[i], slot, rules, strict, source_map)
@@ -159,20 +157,15 @@ def _absorb(run: CheckRun, part: CheckRun) -> None:
         run.timelines.extend(part.timelines)
 
 
-def _cached_files(here: list, cache: ResultCache, parts: list, looked_up: dict[int, Hit], timelines: bool,
-                  template: Record) -> list:
-    """Fill `parts` with the files `cache` holds unchanged; returns the others, with what
-    the look-up found of each that can be kept once checked (its stat and digest) in
-    `looked_up`."""
+def _cached_files(here: list, cache: ResultCache, parts: list, timelines: bool, template: Record) -> list:
+    """Fill `parts` with the files `cache` holds unchanged; returns the others."""
     left = []
     for i, slot in here:
-        hit = cache.look_up(slot.label, slot.file)
-        if hit is not None and hit.partial is not None:
-            parts[i] = _from_partial(hit.partial, timelines, template, settled=True)
-            continue
-        if hit is not None:
-            looked_up[i] = hit
-        left.append((i, slot))
+        got = cache.look_up(slot.label, slot.file)
+        if got is None:
+            left.append((i, slot))
+        else:
+            parts[i] = _from_partial(got, timelines, template, settled=True)
     return left
 
 
@@ -185,11 +178,10 @@ def _checker(rules: Sequence[Rule], strict: bool, source_map: Optional[dict]):
 
 def _program_files_in_workers(here: list, count: int, parts: list, rules: Sequence[Rule], strict: bool,
                               source_map: Optional[dict], timelines: bool, template: Record,
-                              settle: SettleOptions, progress: Progress, cache: Optional[ResultCache] = None,
-                              looked_up: Optional[dict[int, Hit]] = None) -> list:
+                              settle: SettleOptions, progress: Progress, cache: Optional[ResultCache] = None) -> list:
     """Check the program files `here` in `count` workers that take them from one queue
-    (xferlint.workers.files) into `parts`, each kept in `cache` (when given) as its look-up
-    in `looked_up` found it; returns the files no worker reported (its worker failed), for this
+    (xferlint.workers.files) into `parts`, each kept in `cache` (when given) by the worker
+    that checked it; returns the files no worker reported (its worker failed), for this
     process to check."""
     from xferlint.workers.pool import Done, Task, run_tasks
 
@@ -210,7 +202,7 @@ def _program_files_in_workers(here: list, count: int, parts: list, rules: Sequen
         progress.update(max(0, taken - (count - finished) * claims.batch), newest, action="checking")
 
     try:
-        task = claim_task(here, claims, check, lambda: _part(timelines, template), rules, strict, settle)
+        task = claim_task(here, claims, check, lambda: _part(timelines, template), rules, strict, settle, cache)
         label = f"{len(here)} program files in {count} workers"
         # a worker the system refuses to start (EAGAIN, EMFILE) is a Failed outcome: its files stay here
         outcomes = run_tasks([Task(label, task) for _ in range(count)], count, None,
@@ -225,8 +217,6 @@ def _program_files_in_workers(here: list, count: int, parts: list, rules: Sequen
             i, slot = here[k]
             parts[i] = _merged_part(slot, outcome, timelines, template, got=got, settled=True)
             reported[k] = True
-            if cache is not None and looked_up is not None and i in looked_up:
-                cache.store(slot.label, slot.file, looked_up[i], got, got.sources)
     return [item for item, done in zip(here, reported) if not done]
 
 

@@ -36,6 +36,7 @@ from xferlint.frontends.entrypoints import EntryPoint
 from xferlint.pipeline import CheckRun
 from xferlint.records import dataclass
 from xferlint.rules.base import Rule
+from xferlint.workers.cache import ResultCache
 
 # A run is spread only when it holds at least this many files or this many bytes: below,
 # a fork and sending the views back cost about what a second core saves.
@@ -158,10 +159,11 @@ def _size(path: Optional[str]) -> int:
 
 
 def claim_task(here: Sequence[Slot], claims: Claims, check: Callable[[CheckRun, EntryPoint], None],
-               new_part: Callable[[], CheckRun], rules: Sequence[Rule], strict: bool, settle: SettleOptions):
+               new_part: Callable[[], CheckRun], rules: Sequence[Rule], strict: bool, settle: SettleOptions,
+               cache: Optional[ResultCache] = None):
     """The task each child runs: take files from `claims` until none is left, check each
-    into its own part, settle its fixability; send back (position in `here`, Partial) for
-    every file it took."""
+    into its own part, settle its fixability (and keep it in `cache`); send back (position
+    in `here`, Partial) for every file it took."""
     import xferlint.workers.payloads  # noqa: F401 - here, in the parent: every forked worker has it
 
     def task() -> list:
@@ -171,26 +173,32 @@ def claim_task(here: Sequence[Slot], claims: Claims, check: Callable[[CheckRun, 
         with collector_paused():  # as in the parent: program files make no reference cycles
             for batch in iter(claims.take, []):
                 for k in batch:
-                    out.append((k, check_file(here[k][1], check, new_part, rules, strict, settle)))
+                    out.append((k, check_file(here[k][1], check, new_part, rules, strict, settle, cache)))
         return out
 
     return task
 
 
 def check_file(slot: EntryPoint, check: Callable[[CheckRun, EntryPoint], None], new_part: Callable[[], CheckRun],
-               rules: Sequence[Rule], strict: bool, settle: SettleOptions):
-    """One file checked (in a child, or here for the results cache), its fixability
-    settled, as the Partial a child sends back."""
+               rules: Sequence[Rule], strict: bool, settle: SettleOptions, cache: Optional[ResultCache] = None):
+    """One file checked (in a child, or in the parent for the results cache), its
+    fixability settled, as the Partial a child sends back; kept in `cache` when given,
+    stamped before it is read (xferlint.workers.cache.Stamp)."""
     from xferlint.fixes.driver import settle_fixability
     from xferlint.per_file_ignores import apply as apply_per_file_ignores
     from xferlint.workers.cache import sources_of
     from xferlint.workers.payloads import Partial
 
+    stamp = cache.stamp(slot.file) if cache is not None else None
     part = new_part()
     check(part, slot)
     sources = tuple(sorted(sources_of(part)))  # before the ignores drop findings whose comments were read
     apply_per_file_ignores(part, *settle.ignores)
     settle_fixability(part, rules, unsafe_fixes=settle.unsafe_fixes, strict=strict, keep_results=False)
-    return Partial(errors=part.errors, views=[_hollow(loaded.view) for loaded in part.loaded], findings=part.findings,
-                   transfers=part.transfers, timelines=part.timelines, fixes=[None] * len(part.loaded),
-                   classes=[frozenset()] * len(part.loaded), record=part.record, sources=sources)
+    partial = Partial(errors=part.errors, views=[_hollow(loaded.view) for loaded in part.loaded],
+                      findings=part.findings, transfers=part.transfers, timelines=part.timelines,
+                      fixes=[None] * len(part.loaded), classes=[frozenset()] * len(part.loaded), record=part.record,
+                      sources=sources)
+    if cache is not None:
+        cache.store(slot.label, slot.file, stamp, partial)
+    return partial
