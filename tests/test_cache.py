@@ -180,3 +180,22 @@ def test_old_run_folders_are_pruned(tmp_path):
     cache_module._prune(str(root), keep="v1-new")
     left = sorted(p.name for p in root.iterdir())
     assert left == [f"v{cache_module.FORMAT}-old{k:02d}" for k in range(3, cache_module.KEPT_RUNS + 3)]
+
+
+def test_the_default_folder_follows_the_environment(monkeypatch, tmp_path):
+    monkeypatch.delenv("XFERLINT_NO_CACHE")
+    monkeypatch.delenv("XFERLINT_CACHE_DIR", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    assert cache_module.default_folder() == str(tmp_path / "home" / ".cache" / "xferlint")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_module.default_folder() == str(tmp_path / "xdg" / "xferlint")
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")  # ignored, as the XDG spec says
+    assert cache_module.default_folder() == str(tmp_path / "home" / ".cache" / "xferlint")
+    monkeypatch.delenv("HOME")
+    monkeypatch.setattr(os.path, "expanduser", lambda path: path)  # no home folder at all
+    assert cache_module.default_folder() is None  # never a `~` folder in the working directory
+    monkeypatch.setenv("XFERLINT_CACHE_DIR", str(tmp_path / "mine"))
+    assert cache_module.default_folder() == str(tmp_path / "mine")
+    monkeypatch.setenv("XFERLINT_NO_CACHE", "true")
+    assert cache_module.default_folder() is None

@@ -50,8 +50,11 @@ def project(tmp_path_factory, pte_bytes):
     return root
 
 
-def _run(root, *paths: str, unpinned: bool = False) -> dict:
+def _run(root, *paths: str, unpinned: bool = False, cache: str = "") -> dict:
+    """A check in a fresh interpreter; every file checked (no results cache) unless `cache`
+    names the cache's folder."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("XFERLINT") and k != "UNPINNED"}
+    env.update({"XFERLINT_CACHE_DIR": cache} if cache else {"XFERLINT_NO_CACHE": "1"})
     if unpinned:
         env["UNPINNED"] = "1"
     done = subprocess.run([sys.executable, "-c", _CHECK, *paths], capture_output=True, text=True, cwd=root,
@@ -86,6 +89,23 @@ def test_a_pte_check_imports_neither_torch_nor_executorch(project, unpinned):
     report = json.loads((project / "out-0.json").read_text())
     assert report["summary"]["inputs"] == 3 and report["summary"]["programs"] == 3
     assert report["findings"] and not report["errors"]
+
+
+def test_a_check_that_reads_its_files_back_from_the_cache_loads_no_reader(project, tmp_path):
+    """The results cache filled by one check, the next reads every file back: the `.pte`
+    reader, the view, the rules' analysis and the fix trial are not even imported, and the
+    report is the same."""
+    cache = str(tmp_path / "cache")
+    first = _run(project, "models", cache=cache)
+    report = (project / "out-0.json").read_text()
+    second = _run(project, "models", cache=cache)
+    assert (project / "out-0.json").read_text() == report
+    for modules in (first["modules"], second["modules"]):
+        assert not [m for m in modules if m.split(".")[0] in ("torch", "executorch", "flatbuffers", "numpy")]
+    reading = ("xferlint.frontends.pte.view", "xferlint.fixes.pte", "xferlint.analyzer.cfg")  # (the
+    # harness imports the reader's `program` module itself, for its self-check counts)
+    assert all(m in first["modules"] for m in reading)
+    assert not [m for m in second["modules"] if m in reading]
 
 
 FILES = ["models/addsin-noelide.pte", "models/mixed-noelide.pte", "models/cond-nested.pte", "models/addsin-noelide.pte"]
@@ -136,7 +156,7 @@ print(json.dumps({"frozen": len(frozen), "states": states}))
 def test_a_command_freezes_what_its_pauses_made_and_leaves_the_collector_as_it_found_it(project):
     """In a command the paused stages' objects are frozen out of later collections; after
     it (an in-process caller: tests, an editor) the collector runs and nothing stays frozen."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("XFERLINT")}
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("XFERLINT")}, "XFERLINT_NO_CACHE": "1"}
     done = subprocess.run([sys.executable, "-c", _COLLECTOR, "models"], capture_output=True, text=True,
                           cwd=project, env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -168,7 +188,7 @@ def test_a_command_leaves_nothing_of_its_programs_behind(project, pte_bytes):
     fixable = project / "fixable"
     fixable.mkdir(exist_ok=True)
     (fixable / "naive.pte").write_bytes(pte_bytes("addsin-noelide-naive"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("XFERLINT")}
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("XFERLINT")}, "XFERLINT_NO_CACHE": "1"}
     done = subprocess.run([sys.executable, "-c", _LEFT, "fixable", "fixable/naive.pte"],
                           capture_output=True, text=True, cwd=project, env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -192,7 +212,8 @@ def test_pte_files_are_checked_and_fixed_without_executorch_installed(project, p
     fixable = project / "fixable-bare"
     fixable.mkdir(exist_ok=True)
     (fixable / "naive.pte").write_bytes(pte_bytes("addsin-noelide-naive"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("XFERLINT") and k != "UNPINNED"}
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("XFERLINT") and k != "UNPINNED"},
+           "XFERLINT_NO_CACHE": "1"}
     outputs = {}
     for label, script in (("bare", _WITHOUT_EXECUTORCH), ("full", "import sys\nfrom xferlint.cli import main\n"
                                                                    "sys.exit(main(sys.argv[1:]))\n")):

@@ -43,13 +43,18 @@ _DISABLING = ("1", "true", "yes", "on")
 
 def default_folder() -> Optional[str]:
     """`XFERLINT_CACHE_DIR`, else `$XDG_CACHE_HOME/xferlint`, else `~/.cache/xferlint`;
-    None when `XFERLINT_NO_CACHE` is set (1, true, yes, on)."""
+    None when `XFERLINT_NO_CACHE` is set (1, true, yes, on) or there is no home folder."""
     if os.environ.get("XFERLINT_NO_CACHE", "").strip().lower() in _DISABLING:
         return None
     explicit = os.environ.get("XFERLINT_CACHE_DIR")
     if explicit:
         return explicit
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    base = os.environ.get("XDG_CACHE_HOME")
+    if not base or not os.path.isabs(base):  # the XDG spec: a relative path is to be ignored
+        home = os.path.expanduser("~")
+        if home == "~" or not os.path.isabs(home):  # no home to keep it in: not a folder relative to the cwd
+            return None
+        base = os.path.join(home, ".cache")
     return os.path.join(base, "xferlint")
 
 
