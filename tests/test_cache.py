@@ -174,12 +174,14 @@ def test_a_fifo_is_still_one_error_line(project, tmp_path, capsys):
 
 def test_old_run_folders_are_pruned(tmp_path):
     root = tmp_path / "cache"
-    for k in range(cache_module.KEPT_RUNS + 3):
-        (root / f"v{cache_module.FORMAT}-old{k:02d}").mkdir(parents=True)
-        os.utime(root / f"v{cache_module.FORMAT}-old{k:02d}", ns=(k * 10**9, k * 10**9))
-    cache_module._prune(str(root), keep="v1-new")
-    left = sorted(p.name for p in root.iterdir())
-    assert left == [f"v{cache_module.FORMAT}-old{k:02d}" for k in range(3, cache_module.KEPT_RUNS + 3)]
+    names = [f"v{cache_module.FORMAT}-{k:04x}" for k in range(cache_module.KEPT_RUNS + 3)]
+    for k, name in enumerate(names):
+        (root / name).mkdir(parents=True)
+        os.utime(root / name, ns=(k * 10**9, k * 10**9))
+    (root / "v1-mine").mkdir()  # not a run folder's name: left alone, however old
+    os.utime(root / "v1-mine", ns=(0, 0))
+    cache_module._prune(str(root), keep="v1-ffff")
+    assert sorted(p.name for p in root.iterdir()) == sorted(names[3:] + ["v1-mine"])
 
 
 def test_the_default_folder_follows_the_environment(monkeypatch, tmp_path):
@@ -199,3 +201,17 @@ def test_the_default_folder_follows_the_environment(monkeypatch, tmp_path):
     assert cache_module.default_folder() == str(tmp_path / "mine")
     monkeypatch.setenv("XFERLINT_NO_CACHE", "true")
     assert cache_module.default_folder() is None
+
+
+def test_clean_removes_the_entries_and_nothing_else(project, tmp_path, capsys):
+    cache = tmp_path / "cache"
+    _check(str(tmp_path / "a.json"), cache=str(cache))
+    _check(str(tmp_path / "b.json"), "--select", "XF001", cache=str(cache))  # a second run folder
+    (cache / "notes.txt").write_text("the user's own file")
+    (cache / "v1-not-ours").mkdir()  # not a name the cache gives its folders
+    capsys.readouterr()
+    assert main(["clean", "--cache-dir", str(cache)]) == 0
+    assert capsys.readouterr().err.strip() == f"Removed 6 results cache entries from {cache}."
+    assert sorted(p.name for p in cache.iterdir()) == ["notes.txt", "v1-not-ours"]
+    assert main(["clean", "--cache-dir", str(tmp_path / "none")]) == 0  # nothing there: nothing to do
+    assert not (tmp_path / "none").exists()

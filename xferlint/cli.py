@@ -126,6 +126,7 @@ _COMMANDS = {
     "rule": "Explain a rule (or every rule with --all)",
     "fix": "Write a fixed program: the copies XF001/XF003/XF004 flag removed (and XF002 made direct in a .pt2)",
     "schema": "Print the JSON Schema of `check --output-format json`",
+    "clean": "Remove the results cache that `check` keeps of program files",
 }
 
 
@@ -190,9 +191,7 @@ def _add_check(check: argparse.ArgumentParser) -> None:
     check.add_argument("--no-cache", action="store_true",
                        help="Check every program file again, not reading or writing the results cache "
                             "(also: XFERLINT_NO_CACHE=1)")
-    check.add_argument("--cache-dir", metavar="DIR",
-                       help="Where results of unchanged program files are kept between runs (also: XFERLINT_CACHE_DIR; "
-                            "default: $XDG_CACHE_HOME/xferlint)")
+    _add_cache_dir(check)
     check.add_argument("--only-programs", action="store_true",
                        help="Skip inputs that are no program (a .py file without a top-level `program`, an "
                             "unknown suffix) instead of failing on them: for pre-commit, which passes every changed file")
@@ -219,7 +218,14 @@ def _add_fix(fix: argparse.ArgumentParser) -> None:
     _add_common(fix)
 
 
-_ARGUMENTS = {"check": _add_check, "rule": _add_rule, "fix": _add_fix, "schema": lambda schema: None}
+def _add_cache_dir(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--cache-dir", metavar="DIR",
+                        help="Where results of unchanged program files are kept between runs (also: XFERLINT_CACHE_DIR; "
+                             "default: $XDG_CACHE_HOME/xferlint)")
+
+
+_ARGUMENTS = {"check": _add_check, "rule": _add_rule, "fix": _add_fix, "schema": lambda schema: None,
+              "clean": _add_cache_dir}
 
 
 def _settings(args: argparse.Namespace):
@@ -551,6 +557,18 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return EXIT_CLEAN
 
 
+def cmd_clean(args: argparse.Namespace) -> int:
+    from xferlint.workers.cache import clear, default_folder
+
+    folder = args.cache_dir or default_folder(even_if_off=True)
+    if folder is None:
+        print("No results cache: no home folder to keep it in (--cache-dir names one).", file=sys.stderr)
+        return EXIT_CLEAN
+    removed = clear(folder)
+    print(f"Removed {removed} results cache entr{'y' if removed == 1 else 'ies'} from {folder}.", file=sys.stderr)
+    return EXIT_CLEAN
+
+
 class Terminated(BaseException):
     """SIGTERM or SIGHUP: unwinds like Ctrl-C, so temporary files are removed on the way."""
 
@@ -585,7 +603,8 @@ def main(argv: Optional[Sequence[str]] = None, *, exiting: bool = False) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return EXIT_ERROR
-    handler = {"check": cmd_check, "fix": cmd_fix, "rule": cmd_rule, "schema": cmd_schema}[args.command]
+    handler = {"check": cmd_check, "fix": cmd_fix, "rule": cmd_rule, "schema": cmd_schema,
+               "clean": cmd_clean}[args.command]
     set_quiet(bool(getattr(args, "quiet", False)))
     if getattr(args, "silent", False):
         return _silently(handler, args, exiting)

@@ -25,6 +25,7 @@ cache that cannot be read or written is skipped without a word (it only ever sav
 from __future__ import annotations
 
 import os
+import re
 import stat
 import sys
 from typing import TYPE_CHECKING, Iterable, Optional, Sequence
@@ -39,12 +40,14 @@ if TYPE_CHECKING:
 FORMAT = 1  # bumped when an entry's layout changes
 KEPT_RUNS = 8  # run folders kept beside a new one (each settings or xferlint change makes one)
 _DISABLING = ("1", "true", "yes", "on")
+_RUN_FOLDER = re.compile(r"v[0-9]+-[0-9a-f]+")  # what `ResultCache` names its folders
 
 
-def default_folder() -> Optional[str]:
+def default_folder(even_if_off: bool = False) -> Optional[str]:
     """`XFERLINT_CACHE_DIR`, else `$XDG_CACHE_HOME/xferlint`, else `~/.cache/xferlint`;
-    None when `XFERLINT_NO_CACHE` is set (1, true, yes, on) or there is no home folder."""
-    if os.environ.get("XFERLINT_NO_CACHE", "").strip().lower() in _DISABLING:
+    None when there is no home folder, or `XFERLINT_NO_CACHE` is set (1, true, yes, on)
+    and not `even_if_off` (`xferlint clean` removes the cache a check would use)."""
+    if not even_if_off and os.environ.get("XFERLINT_NO_CACHE", "").strip().lower() in _DISABLING:
         return None
     explicit = os.environ.get("XFERLINT_CACHE_DIR")
     if explicit:
@@ -274,12 +277,33 @@ def sources_of(part) -> set[str]:
     return found
 
 
+def clear(root: str) -> int:
+    """Remove every run folder under `root` (`xferlint clean`); returns how many entries they
+    held. Only what this module writes there is removed (`v<format>-<key>` folders), never
+    `root` itself nor anything else in it: `--cache-dir` may name a folder the user keeps
+    other things in."""
+    import shutil
+
+    removed = 0
+    try:
+        folders = [e for e in os.scandir(root) if _RUN_FOLDER.fullmatch(e.name) and e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return 0
+    for folder in folders:
+        try:
+            removed += sum(1 for e in os.scandir(folder.path) if not e.name.endswith(".tmp"))
+        except OSError:
+            pass
+        shutil.rmtree(folder.path, ignore_errors=True)
+    return removed
+
+
 def _prune(root: str, keep: str) -> None:
     import shutil
 
     try:
-        folders = [e for e in os.scandir(root) if e.is_dir(follow_symlinks=False) and e.name != keep
-                   and e.name.startswith("v")]
+        folders = [e for e in os.scandir(root) if e.name != keep and _RUN_FOLDER.fullmatch(e.name)
+                   and e.is_dir(follow_symlinks=False)]
         folders.sort(key=lambda e: e.stat(follow_symlinks=False).st_mtime_ns, reverse=True)
     except OSError:
         return
