@@ -215,3 +215,13 @@ def test_clean_removes_the_entries_and_nothing_else(project, tmp_path, capsys):
     assert sorted(p.name for p in cache.iterdir()) == ["notes.txt", "v1-not-ours"]
     assert main(["clean", "--cache-dir", str(tmp_path / "none")]) == 0  # nothing there: nothing to do
     assert not (tmp_path / "none").exists()
+
+
+@pytest.mark.parametrize("form", ["full", "sarif", "html", "model-explorer", "github"])
+def test_every_format_reads_the_same_from_the_cache(project, tmp_path, loads, form):
+    cache = str(tmp_path / "cache")
+    plain = _check(str(tmp_path / "plain.out"), "--format", form)
+    _check(str(tmp_path / "first.out"), "--format", form, cache=cache)
+    loads.clear()
+    assert _check(str(tmp_path / "second.out"), "--format", form, cache=cache) == plain
+    assert loads == []  # the timelines of html and model-explorer came back with the rest
