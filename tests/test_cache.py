@@ -225,3 +225,35 @@ def test_every_format_reads_the_same_from_the_cache(project, tmp_path, loads, fo
     loads.clear()
     assert _check(str(tmp_path / "second.out"), "--format", form, cache=cache) == plain
     assert loads == []  # the timelines of html and model-explorer came back with the rest
+
+
+def test_progress_counts_the_files_read_back(project, tmp_path, monkeypatch):
+    """Files read back from the cache are done from the start: the progress line goes on
+    from them to the total, never back."""
+    import xferlint.workers.check as check_module
+
+    seen: list[int] = []
+
+    class Recorded:
+        enabled = True
+
+        def __init__(self, total, **_):
+            self.total = total
+
+        def update(self, done, running=(), action="lowering"):
+            seen.append(done)
+
+        def clear(self):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    cache = str(tmp_path / "cache")
+    _check(str(tmp_path / "a.json"), cache=cache, paths=("ladder.pte", "loops.pte"))
+    monkeypatch.setattr(check_module, "Progress", Recorded)
+    _check(str(tmp_path / "b.json"), cache=cache, paths=("ladder.pte", "loops.pte", "sample_models"))
+    assert seen == [2]  # the .pt2, after the two read back

@@ -99,12 +99,13 @@ def check_paths(paths: Iterable[str], rules: Sequence[Rule], *, strict: bool = F
         with collector_paused():  # program files run no user code: the run's heap only grows
             if cache is not None:
                 here = _cached_files(here, cache, parts, timelines, template)
+            read_back = sum(part is not None for part in parts)  # counted as done from the start
             spread = workers_for(here, jobs or default_jobs()) if settle is not None else 0
             if spread:
                 warm_up(here, timelines)  # what every child would otherwise import on its own
                 here = _program_files_in_workers(here, spread, parts, rules, strict, source_map, timelines, template,
-                                                 settle, progress, cache)
-            for done, (i, slot) in enumerate(here):
+                                                 settle, progress, cache, read_back)
+            for done, (i, slot) in enumerate(here, read_back):
                 progress.update(done, [slot.label], action="checking")
                 if cache is not None:  # checked and settled as a worker would, and kept
                     got = check_file(slot, _checker(rules, strict, source_map), lambda: _part(timelines, template),
@@ -178,11 +179,13 @@ def _checker(rules: Sequence[Rule], strict: bool, source_map: Optional[dict]):
 
 def _program_files_in_workers(here: list, count: int, parts: list, rules: Sequence[Rule], strict: bool,
                               source_map: Optional[dict], timelines: bool, template: Record,
-                              settle: SettleOptions, progress: Progress, cache: Optional[ResultCache] = None) -> list:
+                              settle: SettleOptions, progress: Progress, cache: Optional[ResultCache] = None,
+                              before: int = 0) -> list:
     """Check the program files `here` in `count` workers that take them from one queue
     (xferlint.workers.files) into `parts`, each kept in `cache` (when given) by the worker
     that checked it; returns the files no worker reported (its worker failed), for this
-    process to check."""
+    process to check. `before`: the inputs done already (read back from the cache), which
+    the progress line counts too."""
     from xferlint.workers.pool import Done, Task, run_tasks
 
     check = _checker(rules, strict, source_map)
@@ -196,10 +199,10 @@ def _program_files_in_workers(here: list, count: int, parts: list, rules: Sequen
         taken last: what the children report comes back only when each ends."""
         taken = claims.taken() if finished < count else len(here)
         if taken is None:  # the queue cannot say: whole workers, as they end
-            progress.update(finished * len(here) // count, running[:1], action="checking")
+            progress.update(before + finished * len(here) // count, running[:1], action="checking")
             return
         newest = [here[claims.order[taken - 1]][1].label] if taken and finished < count else []
-        progress.update(max(0, taken - (count - finished) * claims.batch), newest, action="checking")
+        progress.update(before + max(0, taken - (count - finished) * claims.batch), newest, action="checking")
 
     try:
         task = claim_task(here, claims, check, lambda: _part(timelines, template), rules, strict, settle, cache)
