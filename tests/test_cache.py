@@ -257,3 +257,16 @@ def test_progress_counts_the_files_read_back(project, tmp_path, monkeypatch):
     monkeypatch.setattr(check_module, "Progress", Recorded)
     _check(str(tmp_path / "b.json"), cache=cache, paths=("ladder.pte", "loops.pte", "sample_models"))
     assert seen == [2]  # the .pt2, after the two read back
+
+
+def test_temporary_files_a_killed_run_left_are_swept(project, tmp_path, loads):
+    cache = tmp_path / "cache"
+    _check(str(tmp_path / "a.json"), cache=str(cache))
+    (folder,) = cache.iterdir()
+    old, young = folder / "abc.1.tmp", folder / "abc.2.tmp"
+    for path in (old, young):
+        path.write_bytes(b"half an entry")
+    os.utime(old, (1, 1))  # left long ago; `young` may be another run's write in progress
+    (project / "ladder.pte").write_bytes(synthetic_pte.ladder(50))  # something to store again
+    _check(str(tmp_path / "b.json"), cache=str(cache))
+    assert not old.exists() and young.exists()

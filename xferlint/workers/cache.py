@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
 FORMAT = 1  # bumped when an entry's layout changes
 KEPT_RUNS = 8  # run folders kept beside a new one (each settings or xferlint change makes one)
+STALE_SECONDS = 600  # a temporary entry file this old was left by a killed process
 _DISABLING = ("1", "true", "yes", "on")
 _RUN_FOLDER = re.compile(r"v[0-9]+-[0-9a-f]+")  # what `ResultCache` names its folders
 
@@ -140,13 +141,17 @@ class ResultCache:
         return os.path.join(self.folder, name)
 
     def _make_folder(self) -> None:
-        """This run key's folder; the first time, the oldest other run folders beyond
-        KEPT_RUNS are removed (entries of settings or code no longer in use)."""
+        """This run key's folder, once per process that stores: made, and the oldest other
+        run folders beyond KEPT_RUNS removed (entries of settings or code no longer in use);
+        or swept of the temporary files a killed process left (a worker is killed, with its
+        write half done, when the run is interrupted)."""
         if self.created:
             return
         if not os.path.isdir(self.folder):
             os.makedirs(self.folder, mode=0o700, exist_ok=True)
             _prune(self.root, keep=os.path.basename(self.folder))
+        else:
+            _sweep(self.folder)
         self.created = True
 
 
@@ -296,6 +301,20 @@ def clear(root: str) -> int:
             pass
         shutil.rmtree(folder.path, ignore_errors=True)
     return removed
+
+
+def _sweep(folder: str) -> None:
+    """Remove the temporary files in `folder` older than STALE_SECONDS: a write in progress
+    (another run's) is younger, and goes on."""
+    import time
+
+    stale = time.time() - STALE_SECONDS
+    try:
+        for entry in os.scandir(folder):
+            if entry.name.endswith(".tmp") and entry.stat(follow_symlinks=False).st_mtime < stale:
+                _remove(entry.path)
+    except OSError:
+        pass
 
 
 def _prune(root: str, keep: str) -> None:
