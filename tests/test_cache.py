@@ -260,13 +260,17 @@ def test_progress_counts_the_files_read_back(project, tmp_path, monkeypatch):
 
 
 def test_temporary_files_a_killed_run_left_are_swept(project, tmp_path, loads):
+    import subprocess
+    import sys
+
     cache = tmp_path / "cache"
     _check(str(tmp_path / "a.json"), cache=str(cache))
     (folder,) = cache.iterdir()
-    old, young = folder / "abc.1.tmp", folder / "abc.2.tmp"
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()  # a process that has ended: its pid names no process now
+    old, young = folder / f".xferlint-{gone.pid}-abc.tmp", folder / f".xferlint-{os.getpid()}-abc.tmp"
     for path in (old, young):
-        path.write_bytes(b"half an entry")
-    os.utime(old, (1, 1))  # left long ago; `young` may be another run's write in progress
+        path.write_bytes(b"half an entry")  # `young`: a write in progress, of a process that runs
     (project / "ladder.pte").write_bytes(synthetic_pte.ladder(50))  # something to store again
     _check(str(tmp_path / "b.json"), cache=str(cache))
     assert not old.exists() and young.exists()

@@ -32,7 +32,7 @@ def _kind(mode: int) -> str:
     return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
-def _open_regular(path: str) -> tuple[int, int]:
+def open_regular(path: str) -> tuple[int, int]:
     """(fd, size) of a regular file; OSError(EINVAL, kind) for anything else."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     try:
@@ -75,7 +75,7 @@ def check_regular(path: str, label: str, *, what: str, limit: int) -> int:
     """The size of `path` if it is a regular file of at most `limit` bytes (InputError if
     not), for readers that open the file themselves (zip archives)."""
     try:
-        fd, size = _open_regular(path)
+        fd, size = open_regular(path)
     except OSError as exc:
         raise _input_error(label, what, exc) from None
     os.close(fd)
@@ -93,7 +93,7 @@ def read_input(path: str, label: str, *, what: str, limit: int, header: int = 0,
     an InputError naming `label`.
     """
     try:
-        fd, size = _open_regular(path)
+        fd, size = open_regular(path)
     except OSError as exc:
         raise _input_error(label, what, exc) from None
     try:
@@ -119,7 +119,7 @@ def read_input(path: str, label: str, *, what: str, limit: int, header: int = 0,
 @lru_cache(maxsize=256)
 def _source_lines(path: str) -> tuple[str, ...]:
     try:
-        fd, size = _open_regular(path)
+        fd, size = open_regular(path)
     except OSError:
         return ()
     try:

@@ -5,10 +5,11 @@ caches do).
 
 One entry per file and settings: the file's settled `Partial` (what a worker sends back:
 findings with their fixability decided, transfer summary, suppression record, programs
-without their methods), the BLAKE2 digest of the file's bytes, and the size and mtime of
-every source file whose comments the check read (noqa directives: adding one to the model's
-source changes the result). An entry is used only when all of them still match, so the
-report is the same byte for byte with or without it.
+without their methods), the file's `Stamp` (its stat and the BLAKE2 digest of its bytes),
+and the size and mtime of every source file whose comments the check read (noqa
+directives: adding one to the model's source changes the result). An entry is used only
+when the file and those sources still match, so the report is the same byte for byte
+with or without it.
 
 The key of a run (`run_key`) covers what else decides a file's result: this xferlint's
 own files (path, size, mtime of each), the Python and ExecuTorch it runs with, the
@@ -18,8 +19,11 @@ per-file ignores and the project root. A run with rules from outside xferlint, o
 
 Entries are pickles, so the cache lives where only the user writes: `XFERLINT_CACHE_DIR`
 or `--cache-dir`, else `$XDG_CACHE_HOME/xferlint` (`~/.cache/xferlint`), never a folder a
-project's configuration names. Writes go through a temporary file and `os.replace`; a
-cache that cannot be read or written is skipped without a word (it only ever saves time).
+project's configuration names. Writes go through a temporary file and `os.replace`,
+named as `xferlint.fsutil` names its own so that one a killed process left is removed by
+`remove_stale_temporaries` (not through `write_atomic`, whose fsync per file would double
+what filling the cache costs: an entry lost to a crash only costs time); a cache that
+cannot be read or written is skipped without a word (it only ever saves time).
 """
 
 from __future__ import annotations
@@ -39,7 +43,6 @@ if TYPE_CHECKING:
 
 FORMAT = 1  # bumped when an entry's layout changes
 KEPT_RUNS = 8  # run folders kept beside a new one (each settings or xferlint change makes one)
-STALE_SECONDS = 600  # a temporary entry file this old was left by a killed process
 _DISABLING = ("1", "true", "yes", "on")
 _RUN_FOLDER = re.compile(r"v[0-9]+-[0-9a-f]+")  # what `ResultCache` names its folders
 
@@ -124,7 +127,7 @@ class ResultCache:
             data = pickle.dumps(partial, protocol=5)
             self._make_folder()
             target = self._entry(label, path)
-            temporary = f"{target}.{os.getpid()}.tmp"
+            temporary = os.path.join(self.folder, f".xferlint-{os.getpid()}-{os.path.basename(target)}.tmp")
             try:
                 with open(temporary, "wb") as handle:
                     handle.write(header)
@@ -143,7 +146,7 @@ class ResultCache:
     def _make_folder(self) -> None:
         """This run key's folder, once per process that stores: made, and the oldest other
         run folders beyond KEPT_RUNS removed (entries of settings or code no longer in use);
-        or swept of the temporary files a killed process left (a worker is killed, with its
+        or swept of the temporary files of processes that died (a worker is killed, with its
         write half done, when the run is interrupted)."""
         if self.created:
             return
@@ -151,7 +154,9 @@ class ResultCache:
             os.makedirs(self.folder, mode=0o700, exist_ok=True)
             _prune(self.root, keep=os.path.basename(self.folder))
         else:
-            _sweep(self.folder)
+            from xferlint.fsutil import remove_stale_temporaries
+
+            remove_stale_temporaries(self.folder)
         self.created = True
 
 
@@ -239,13 +244,13 @@ def _digest(path: str) -> Optional[bytes]:
     opened for reading here, and the check says what is wrong with it)."""
     from _blake2 import blake2b
 
+    from xferlint.frontends.files import open_regular
+
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+        fd, _ = open_regular(path)
     except OSError:
         return None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
         digest = blake2b()
         while True:  # in 1 MiB reads: a program of gigabytes of weights is never held whole
             chunk = os.read(fd, 1 << 20)
@@ -290,11 +295,7 @@ def clear(root: str) -> int:
     import shutil
 
     removed = 0
-    try:
-        folders = [e for e in os.scandir(root) if _RUN_FOLDER.fullmatch(e.name) and e.is_dir(follow_symlinks=False)]
-    except OSError:
-        return 0
-    for folder in folders:
+    for folder in _run_folders(root):
         try:
             removed += sum(1 for e in os.scandir(folder.path) if not e.name.endswith(".tmp"))
         except OSError:
@@ -303,27 +304,21 @@ def clear(root: str) -> int:
     return removed
 
 
-def _sweep(folder: str) -> None:
-    """Remove the temporary files in `folder` older than STALE_SECONDS: a write in progress
-    (another run's) is younger, and goes on."""
-    import time
-
-    stale = time.time() - STALE_SECONDS
+def _run_folders(root: str) -> list[os.DirEntry]:
+    """The run folders under `root`, by the names `ResultCache` gives them ([] when `root`
+    cannot be read)."""
     try:
-        for entry in os.scandir(folder):
-            if entry.name.endswith(".tmp") and entry.stat(follow_symlinks=False).st_mtime < stale:
-                _remove(entry.path)
+        return [e for e in os.scandir(root) if _RUN_FOLDER.fullmatch(e.name) and e.is_dir(follow_symlinks=False)]
     except OSError:
-        pass
+        return []
 
 
 def _prune(root: str, keep: str) -> None:
     import shutil
 
     try:
-        folders = [e for e in os.scandir(root) if e.name != keep and _RUN_FOLDER.fullmatch(e.name)
-                   and e.is_dir(follow_symlinks=False)]
-        folders.sort(key=lambda e: e.stat(follow_symlinks=False).st_mtime_ns, reverse=True)
+        folders = sorted((e for e in _run_folders(root) if e.name != keep),
+                         key=lambda e: e.stat(follow_symlinks=False).st_mtime_ns, reverse=True)
     except OSError:
         return
     for entry in folders[KEPT_RUNS:]:

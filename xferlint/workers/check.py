@@ -32,10 +32,10 @@ from xferlint.progress import Progress
 from xferlint.records import dataclass
 from xferlint.rules.base import Rule
 from xferlint.suppression_record import Record
-from xferlint.workers.cache import ResultCache
 from xferlint.workers.files import Claims, SettleOptions, check_file, claim_task, warm_up, workers_for
 
 if TYPE_CHECKING:
+    from xferlint.workers.cache import ResultCache
     from xferlint.workers.payloads import Partial
     from xferlint.workers.pool import Done, Failed
 
@@ -105,11 +105,11 @@ def check_paths(paths: Iterable[str], rules: Sequence[Rule], *, strict: bool = F
                 warm_up(here, timelines)  # what every child would otherwise import on its own
                 here = _program_files_in_workers(here, spread, parts, rules, strict, source_map, timelines, template,
                                                  settle, progress, cache, read_back)
+            check, new_part = _checker(rules, strict, source_map), lambda: _part(timelines, template)
             for done, (i, slot) in enumerate(here, read_back):
                 progress.update(done, [slot.label], action="checking")
                 if cache is not None:  # checked and settled as a worker would, and kept
-                    got = check_file(slot, _checker(rules, strict, source_map), lambda: _part(timelines, template),
-                                     rules, strict, settle, cache)
+                    got = check_file(slot, check, new_part, rules, strict, settle, cache)
                     parts[i] = _from_partial(got, timelines, template, settled=True)
                     continue
                 parts[i] = _part(timelines, template)

@@ -29,14 +29,16 @@ from __future__ import annotations
 import os
 import struct
 from dataclasses import replace
-from typing import Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 from xferlint.analyzer.view import ProgramView
 from xferlint.frontends.entrypoints import EntryPoint
 from xferlint.pipeline import CheckRun
 from xferlint.records import dataclass
 from xferlint.rules.base import Rule
-from xferlint.workers.cache import ResultCache
+
+if TYPE_CHECKING:
+    from xferlint.workers.cache import ResultCache
 
 # A run is spread only when it holds at least this many files or this many bytes: below,
 # a fork and sending the views back cost about what a second core saves.
@@ -192,7 +194,8 @@ def check_file(slot: EntryPoint, check: Callable[[CheckRun, EntryPoint], None], 
     stamp = cache.stamp(slot.file) if cache is not None else None
     part = new_part()
     check(part, slot)
-    sources = tuple(sorted(sources_of(part)))  # before the ignores drop findings whose comments were read
+    # before the ignores drop findings whose comments were read; only the cache reads them
+    sources = tuple(sorted(sources_of(part))) if cache is not None else ()
     apply_per_file_ignores(part, *settle.ignores)
     settle_fixability(part, rules, unsafe_fixes=settle.unsafe_fixes, strict=strict, keep_results=False)
     partial = Partial(errors=part.errors, views=[_hollow(loaded.view) for loaded in part.loaded],
