@@ -136,6 +136,25 @@ def test_a_spread_run_keeps_what_its_workers_checked(project, tmp_path, loads):
     assert loads == [] and first == second == _check(str(tmp_path / "c.json"), "-j", "1", paths=("many",))
 
 
+def test_baseline_runs_read_the_files_back_and_count_what_is_left_as_without(project, tmp_path, loads):
+    """The files come back without their methods; what a baseline leaves is counted from
+    the copies its findings name, as a run without the cache counts it from the methods."""
+    cache = str(tmp_path / "cache")
+    baseline = tmp_path / "baseline.json"
+    code = main(["check", "ladder.pte", "loops.pte", "sample_models", "--write-baseline", str(baseline),
+                 "--isolated", "--cache-dir", cache])
+    assert code == 0 and len(loads) == 3
+    recorded = json.loads(baseline.read_text(encoding="utf-8"))
+    recorded["entries"] = recorded["entries"][::2]  # accept every other finding
+    baseline.write_text(json.dumps(recorded), encoding="utf-8")
+    loads.clear()
+    cached = _check(str(tmp_path / "a.json"), "--baseline", str(baseline), cache=cache)
+    assert loads == []  # what --write-baseline checked, read back
+    assert cached == _check(str(tmp_path / "b.json"), "--baseline", str(baseline))
+    left, everything = json.loads(cached)["summary"], json.loads(_check(str(tmp_path / "c.json")))["summary"]
+    assert 0 < left["bytes_flagged"] < everything["bytes_flagged"]
+
+
 def test_unusable_entries_and_folders_only_cost_time(project, tmp_path, loads):
     cache = tmp_path / "cache"
     _check(str(tmp_path / "a.json"), cache=str(cache))

@@ -395,11 +395,11 @@ def _cache(args: argparse.Namespace, rules, settings, settle, timelines: bool, r
 
 
 def _settle_options(args: argparse.Namespace, settings):
-    """A plain check settles fixability where it checks each program file (in workers);
-    --fix/--diff need the programs here, a baseline or --add-noqa their methods."""
+    """A plain check, with or without a baseline, settles fixability where it checks each
+    program file (in workers); --fix/--diff need the programs here, --add-noqa their methods."""
     from xferlint.workers import SettleOptions
 
-    if args.diff or args.fix or args.baseline or args.write_baseline or args.add_noqa:
+    if args.diff or args.fix or args.add_noqa:
         return None
     return SettleOptions(unsafe_fixes=settings.unsafe_fixes,
                          ignores=(settings.per_file_ignores, settings.extend_per_file_ignores))

@@ -14,7 +14,7 @@ from dataclasses import field
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence
 
 from xferlint.analyzer.facts import DeviceFacts
-from xferlint.analyzer.summary import MethodTransfers, method_transfers
+from xferlint.analyzer.summary import MethodTransfers, method_transfers, named_copy_bytes, resummarized
 from xferlint.analyzer.view import ProgramView
 from xferlint.collector import collector_paused
 from xferlint.errors import InputError, UnmodelledOpError, XferlintError
@@ -34,21 +34,22 @@ if TYPE_CHECKING:  # only the html and model-explorer formats draw timelines
 
 def analyze(view: ProgramView, rules: Sequence[Rule], transfers: Optional[list[MethodTransfers]] = None,
             timelines: Optional[list[MethodTimeline]] = None, record: Optional[Record] = None,
-            lints: Optional[list[tuple]] = None) -> list[Finding]:
+            lints: Optional[list[tuple]] = None, sizes: Optional[dict] = None) -> list[Finding]:
     """Run the analysis and every rule over every method of a program; with `transfers`,
     also append each method's transfer summary to it, with `timelines` its device timeline
     (for the HTML and Model Explorer reporters). Findings a noqa comment suppresses are
     left out; `record` (one per run) keeps them and the program's source files, for SARIF
     and XF100 (`comment_findings`). With `lints`, also each method's lint (program,
     method, rules, context, findings) when it has a fixable finding, for the fix trial
-    that decides which are (`rules._lint.remember`)."""
+    that decides which are (`rules._lint.remember`). With `sizes` (and `transfers`), also
+    the bytes of the copies each method's findings name (`CheckRun.copy_sizes`)."""
     with collector_paused():
-        return _analyze(view, rules, transfers, timelines, record, lints)
+        return _analyze(view, rules, transfers, timelines, record, lints, sizes)
 
 
 def _analyze(view: ProgramView, rules: Sequence[Rule], transfers: Optional[list[MethodTransfers]],
              timelines: Optional[list[MethodTimeline]] = None, record: Optional[Record] = None,
-             lints: Optional[list[tuple]] = None) -> list[Finding]:
+             lints: Optional[list[tuple]] = None, sizes: Optional[dict] = None) -> list[Finding]:
     findings: list[Finding] = []
     if record is None:
         record = Record()
@@ -62,6 +63,8 @@ def _analyze(view: ProgramView, rules: Sequence[Rule], transfers: Optional[list[
         findings.extend(mine)
         if transfers is not None:
             transfers.append(method_transfers(view.input, view.name, method, ctx.facts, mine))
+            if sizes is not None and mine:
+                sizes[view.input, view.name, method.name] = named_copy_bytes(ctx.facts, mine)
         if timelines is not None:
             from xferlint.analyzer.timeline import method_timeline
 
@@ -153,6 +156,10 @@ class CheckRun:
     comment_findings: list[Finding] = field(default_factory=list)
     # The lints of the methods with fixable findings (see `analyze`), for the fix trial.
     lints: list[tuple] = field(default_factory=list, repr=False)
+    # (input, program, method) -> the bytes of the copies its findings name, kept where a
+    # program is checked in a worker and comes back without its methods (`analyze`): what
+    # `replace_many` counts its transfers' flagged bytes and savings again with.
+    copy_sizes: Optional[dict] = field(default=None, repr=False)
     # `findings_of`'s index: (the findings list it was made from, its length, the index)
     _by_program: Optional[tuple] = field(default=None, init=False, repr=False, compare=False)
 
@@ -191,10 +198,23 @@ class CheckRun:
             lint = known.get(id(m))
             return lint[3].facts if lint is not None and lint[1] is m else DeviceFacts.compute(m)
 
-        self.transfers = [t for t in self.transfers if (t.input, t.program) not in replaced]
+        before: dict[tuple[str, str], list[MethodTransfers]] = {}
+        kept = []
+        for t in self.transfers:
+            if (t.input, t.program) in replaced:
+                before.setdefault((t.input, t.program), []).append(t)
+            else:
+                kept.append(t)
+        self.transfers = kept
         for view, findings, *after in replacements:
             by_method = _by_method(findings)
             shown = after[0] if after and after[0] is not None else view
+            if not shown.methods:  # checked in a worker, which kept its methods: the same copies, fewer findings
+                sizes = self.copy_sizes or {}
+                self.transfers.extend(resummarized(t, sizes.get((t.input, t.program, t.method), {}),
+                                                   by_method.get(t.method, ()))
+                                      for t in before.get((view.input, view.name), ()))
+                continue
             self.transfers.extend(method_transfers(view.input, view.name, m, facts(m), by_method.get(m.name, ()))
                                   for m in shown.methods)
 
@@ -269,7 +289,7 @@ def check_entry(run: CheckRun, entry: EntryPoint, rules: Sequence[Rule], strict:
         transfers: list[MethodTransfers] = []
         timelines: Optional[list[MethodTimeline]] = [] if run.timelines is not None else None
         try:
-            findings = analyze(loaded.view, rules, transfers, timelines, run.record, run.lints)
+            findings = analyze(loaded.view, rules, transfers, timelines, run.record, run.lints, run.copy_sizes)
         except Exception as exc:  # noqa: BLE001
             run.errors.append(error_entry(loaded.view.input, exc))
             continue

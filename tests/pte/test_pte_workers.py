@@ -191,12 +191,40 @@ def test_no_process_or_pipe_to_spare_checks_the_files_here(programs, tmp_path, m
     assert one == two
 
 
-def test_fix_and_baseline_runs_keep_the_files_here(programs, tmp_path, spreads):
-    baseline = str(tmp_path / "baseline.json")
-    main(["check", programs, "--write-baseline", baseline, "--isolated", "-j", "2"])
-    main(["check", programs, "--baseline", baseline, "--isolated", "-j", "2", "-o", str(tmp_path / "out")])
+def test_fix_runs_keep_the_files_here(programs, tmp_path, spreads):
     main(["check", programs, "--diff", "--isolated", "-j", "2", "-o", str(tmp_path / "diff")])
     assert spreads == []
+
+
+def _baseline(programs: str, path, jobs: str) -> dict:
+    main(["check", programs, "--write-baseline", str(path), "--isolated", "-j", jobs])
+    with open(path, encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+@pytest.mark.parametrize("form", ["json", "full", "sarif"])
+def test_a_baseline_run_spreads_and_counts_what_it_leaves_as_here(programs, tmp_path, spreads, form):
+    """The workers send the programs back without their methods; the baseline drops
+    findings after the merge, and the summary's flagged bytes and savings are counted
+    again from the copies the remaining findings name, as here from the methods."""
+    recorded = _baseline(programs, tmp_path / "all.json", "2")
+    assert recorded == _baseline(programs, tmp_path / "here.json", "1")
+    recorded["entries"] = recorded["entries"][::2]  # accept every other finding
+    half = tmp_path / "half.json"
+    half.write_text(json.dumps(recorded), encoding="utf-8")
+    spreads.clear()
+    accepting = ("--baseline", str(half), "--output-format", form)
+    one = _check(programs, str(tmp_path / "one"), "-j", "1", *accepting)
+    assert spreads == []
+    two = _check(programs, str(tmp_path / "two"), "-j", "2", *accepting)
+    assert spreads == [2]
+    assert one == two
+    if form == "json":  # the figures the baseline changed: the accepted findings' copies are not counted
+        everything = json.loads(_check(programs, str(tmp_path / "all"), "-j", "2", "--format", "json"))
+        left = json.loads(two)
+        assert 0 < left["summary"]["findings"] < everything["summary"]["findings"]
+        assert 0 < left["summary"]["bytes_flagged"] < everything["summary"]["bytes_flagged"]
+        assert left["summary"]["transfers"]["fixable_savings"] < everything["summary"]["transfers"]["fixable_savings"]
 
 
 def _slots(sizes: list[int], tmp_path) -> list:

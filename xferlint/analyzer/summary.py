@@ -16,7 +16,7 @@ node a fix deletes (`Finding.removes`), each counted once.
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import field, replace
 from typing import Iterable, Optional
 
 from xferlint.analyzer.facts import DeviceFacts
@@ -195,16 +195,43 @@ def traffic_counts(found: list[Copy]) -> dict:
 def method_transfers(input: str, program: str, method: MethodView, facts: DeviceFacts,
                      findings: Iterable = ()) -> MethodTransfers:
     """The traffic of one method; `findings` are that method's findings (for the savings)."""
-    mine = [f for f in findings if f.method == method.name and f.program == program and f.input == input]
+    mine = _own(findings, input, program, method.name)
     # Counted once per facts (the summary is made again after the fix trial), without a
     # Copy per copy.
     sizes, counts = facts.derived("summary.table", _table)
-    flagged = savings = 0
-    if mine:
-        flagged = _distinct_bytes(sizes, (n for f in mine for n in f.copies))
-        savings = _distinct_bytes(sizes, (n for f in mine if f.fixable for n in f.removes))
+    flagged, savings = _flagged_and_savings(sizes, mine)
     return MethodTransfers(input=input, program=program, method=method.name, flagged_bytes=flagged,
                            fixable_savings=savings, **dict(counts, pairs=list(counts["pairs"])))
+
+
+def named_copy_bytes(facts: DeviceFacts, findings: Iterable) -> dict[str, int]:
+    """Bytes per call of each copy the method's `findings` name (their `copies` and
+    `removes`), by node name: what `resummarized` counts once some of those findings are
+    dropped (a baseline accepts them) where the method itself is no longer at hand (it was
+    checked in a worker process)."""
+    sizes = facts.derived("summary.table", _table)[0]
+    return {n: sizes[n] for f in findings for names in (f.copies, f.removes) for n in names if n in sizes}
+
+
+def resummarized(transfers: MethodTransfers, sizes: dict[str, int], findings: Iterable) -> MethodTransfers:
+    """`transfers` with the flagged bytes and savings of `findings` in place of the ones it
+    was made with: what `method_transfers` gives for them, the copies themselves being the
+    same. `sizes`: `named_copy_bytes` of the method's findings then (a superset of these)."""
+    mine = _own(findings, transfers.input, transfers.program, transfers.method)
+    flagged, savings = _flagged_and_savings(sizes, mine)
+    return replace(transfers, flagged_bytes=flagged, fixable_savings=savings)
+
+
+def _own(findings: Iterable, input: str, program: str, method: str) -> list:
+    return [f for f in findings if f.method == method and f.program == program and f.input == input]
+
+
+def _flagged_and_savings(sizes: dict[str, int], mine: list) -> tuple[int, int]:
+    """The bytes per call the findings `mine` flag and what their fixes save, each copy once."""
+    if not mine:
+        return 0, 0
+    return (_distinct_bytes(sizes, (n for f in mine for n in f.copies)),
+            _distinct_bytes(sizes, (n for f in mine if f.fixable for n in f.removes)))
 
 
 def _table(facts: DeviceFacts) -> tuple[dict[str, int], dict]:

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from xferlint.workers.files import SettleOptions
     from xferlint.workers.payloads import Partial
 
-FORMAT = 1  # bumped when an entry's layout changes
+FORMAT = 2  # bumped when an entry's layout changes
 KEPT_RUNS = 8  # run folders kept beside a new one (each settings or xferlint change makes one)
 _DISABLING = ("1", "true", "yes", "on")
 _RUN_FOLDER = re.compile(r"v[0-9]+-[0-9a-f]+")  # what `ResultCache` names its folders

@@ -153,6 +153,10 @@ def _absorb(run: CheckRun, part: CheckRun) -> None:
     run.findings.extend(part.findings)
     run.transfers.extend(part.transfers)
     run.lints.extend(part.lints)
+    if part.copy_sizes:
+        if run.copy_sizes is None:
+            run.copy_sizes = {}
+        run.copy_sizes.update(part.copy_sizes)
     run.record.absorb(part.record)
     if run.timelines is not None and part.timelines is not None:
         run.timelines.extend(part.timelines)
@@ -247,6 +251,7 @@ def _from_partial(got: Partial, timelines: bool, template: Record, settled: bool
     part.findings.extend(got.findings)
     part.transfers.extend(got.transfers)
     part.record = got.record
+    part.copy_sizes = got.sizes
     if part.timelines is not None and got.timelines is not None:
         part.timelines.extend(got.timelines)
     return part

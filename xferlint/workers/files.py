@@ -14,9 +14,11 @@ fixable (`fixes.driver.settle_fixability`, decisions only). Each file comes back
 their methods) with its place among the inputs, and the parent merges them in input order,
 so the report is the same byte for byte whatever `jobs` and whichever child took a file.
 
-Only a plain check asks for this (`settle` given): `--fix` and `--diff` need each file's
-native program in the parent, a baseline or `--add-noqa` may replace findings and so
-re-summarise a program's methods; they get the in-process path. A run whose files are too few
+Only a plain check asks for this (`settle` given), with or without a baseline: `--fix`
+and `--diff` need each file's native program in the parent, `--add-noqa` its methods;
+they get the in-process path. A baseline drops findings after the merge and counts the
+transfers' flagged bytes and savings again from the bytes of the copies the findings
+named (`CheckRun.copy_sizes`), which come back with each file. A run whose files are too few
 or too small to pay for a fork (about a millisecond, plus sending the views back) stays in
 process too, and so does a run that names a file twice (settling one copy changes the
 findings of the other). A child that fails for any reason (killed, out of memory) sends
@@ -193,6 +195,7 @@ def check_file(slot: EntryPoint, check: Callable[[CheckRun, EntryPoint], None], 
 
     stamp = cache.stamp(slot.file) if cache is not None else None
     part = new_part()
+    part.copy_sizes = {}  # the views go back without their methods: what a baseline counts again
     check(part, slot)
     # before the ignores drop findings whose comments were read; only the cache reads them
     sources = tuple(sorted(sources_of(part))) if cache is not None else ()
@@ -201,7 +204,7 @@ def check_file(slot: EntryPoint, check: Callable[[CheckRun, EntryPoint], None], 
     partial = Partial(errors=part.errors, views=[_hollow(loaded.view) for loaded in part.loaded],
                       findings=part.findings, transfers=part.transfers, timelines=part.timelines,
                       fixes=[None] * len(part.loaded), classes=[frozenset()] * len(part.loaded), record=part.record,
-                      sources=sources)
+                      sources=sources, sizes=part.copy_sizes)
     if cache is not None:
         cache.store(slot.label, slot.file, stamp, partial)
     return partial

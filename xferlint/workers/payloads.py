@@ -34,6 +34,8 @@ class Partial:
     record: Record  # what noqa comments suppressed in this input, its source files (XF100)
     # the files whose comments checking it read (a program file's: xferlint.workers.cache)
     sources: tuple = ()
+    # a program file's CheckRun.copy_sizes: its views come back without their methods
+    sizes: Optional[dict] = None
 
 
 @dataclass(frozen=True)
