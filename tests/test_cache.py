@@ -155,6 +155,20 @@ def test_baseline_runs_read_the_files_back_and_count_what_is_left_as_without(pro
     assert 0 < left["bytes_flagged"] < everything["bytes_flagged"]
 
 
+def test_add_noqa_reads_the_files_back_and_the_next_check_sees_its_comments(project, tmp_path, loads, capsys):
+    cache = str(tmp_path / "cache")
+    paths = ("sample_models",)
+    before = json.loads(_check(str(tmp_path / "a.json"), cache=cache, paths=paths))
+    assert any(f["code"] == "XF005" for f in before["findings"])
+    loads.clear()
+    code = main(["check", *paths, "--add-noqa", "--isolated", "--cache-dir", cache])
+    assert code == 0 and loads == []  # the findings to mark, read back
+    assert "added" in capsys.readouterr().err
+    after = json.loads(_check(str(tmp_path / "b.json"), cache=cache, paths=paths))
+    assert len(loads) == 1  # its comments changed the source: checked again
+    assert after["findings"] == [] and after["summary"]["suppressed"] == len(before["findings"])
+
+
 def test_unusable_entries_and_folders_only_cost_time(project, tmp_path, loads):
     cache = tmp_path / "cache"
     _check(str(tmp_path / "a.json"), cache=str(cache))

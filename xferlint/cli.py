@@ -395,11 +395,12 @@ def _cache(args: argparse.Namespace, rules, settings, settle, timelines: bool, r
 
 
 def _settle_options(args: argparse.Namespace, settings):
-    """A plain check, with or without a baseline, settles fixability where it checks each
-    program file (in workers); --fix/--diff need the programs here, --add-noqa their methods."""
+    """A check settles fixability where it checks each program file (in workers), a
+    baseline and --add-noqa included (they read findings only); --fix/--diff need the
+    programs here."""
     from xferlint.workers import SettleOptions
 
-    if args.diff or args.fix or args.add_noqa:
+    if args.diff or args.fix:
         return None
     return SettleOptions(unsafe_fixes=settings.unsafe_fixes,
                          ignores=(settings.per_file_ignores, settings.extend_per_file_ignores))

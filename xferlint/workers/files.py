@@ -14,9 +14,9 @@ fixable (`fixes.driver.settle_fixability`, decisions only). Each file comes back
 their methods) with its place among the inputs, and the parent merges them in input order,
 so the report is the same byte for byte whatever `jobs` and whichever child took a file.
 
-Only a plain check asks for this (`settle` given), with or without a baseline: `--fix`
-and `--diff` need each file's native program in the parent, `--add-noqa` its methods;
-they get the in-process path. A baseline drops findings after the merge and counts the
+Only a check that fixes nothing asks for this (`settle` given), a baseline and
+`--add-noqa` included: `--fix` and `--diff` need each file's native program in the
+parent; they get the in-process path. A baseline drops findings after the merge and counts the
 transfers' flagged bytes and savings again from the bytes of the copies the findings
 named (`CheckRun.copy_sizes`), which come back with each file. A run whose files are too few
 or too small to pay for a fork (about a millisecond, plus sending the views back) stays in
