@@ -202,18 +202,29 @@ def _baseline(programs: str, path, jobs: str) -> dict:
         return json.load(handle)
 
 
+@pytest.fixture(scope="module")
+def half_baseline(programs, tmp_path_factory) -> str:
+    """A baseline accepting every other finding of `programs`."""
+    folder = tmp_path_factory.mktemp("baseline")
+    recorded = _baseline(programs, folder / "all.json", "1")
+    recorded["entries"] = recorded["entries"][::2]
+    half = folder / "half.json"
+    half.write_text(json.dumps(recorded), encoding="utf-8")
+    return str(half)
+
+
+def test_write_baseline_spreads_and_records_what_it_records_here(programs, tmp_path, spreads):
+    spread = _baseline(programs, tmp_path / "two.json", "2")
+    assert spreads == [2]
+    assert spread == _baseline(programs, tmp_path / "one.json", "1")
+
+
 @pytest.mark.parametrize("form", ["json", "full", "sarif"])
-def test_a_baseline_run_spreads_and_counts_what_it_leaves_as_here(programs, tmp_path, spreads, form):
+def test_a_baseline_run_spreads_and_counts_what_it_leaves_as_here(programs, half_baseline, tmp_path, spreads, form):
     """The workers send the programs back without their methods; the baseline drops
     findings after the merge, and the summary's flagged bytes and savings are counted
     again from the copies the remaining findings name, as here from the methods."""
-    recorded = _baseline(programs, tmp_path / "all.json", "2")
-    assert recorded == _baseline(programs, tmp_path / "here.json", "1")
-    recorded["entries"] = recorded["entries"][::2]  # accept every other finding
-    half = tmp_path / "half.json"
-    half.write_text(json.dumps(recorded), encoding="utf-8")
-    spreads.clear()
-    accepting = ("--baseline", str(half), "--output-format", form)
+    accepting = ("--baseline", half_baseline, "--output-format", form)
     one = _check(programs, str(tmp_path / "one"), "-j", "1", *accepting)
     assert spreads == []
     two = _check(programs, str(tmp_path / "two"), "-j", "2", *accepting)
