@@ -91,6 +91,24 @@ def test_a_pte_check_imports_neither_torch_nor_executorch(project, unpinned):
     assert report["findings"] and not report["errors"]
 
 
+@pytest.mark.parametrize("table", ["", '[tool."\\u0078ferlint"]\nselect = ["XF001"]\n'], ids=["none", "escaped"])
+def test_a_pyproject_without_our_table_is_not_parsed(project, tmp_path, table):
+    """A pyproject.toml that cannot hold a [tool.xferlint] table (no `xferlint` in its bytes,
+    no escape sequence that could spell it) is passed over without importing tomllib; one
+    whose quoted key spells it with an escape is read."""
+    root = tmp_path / "other"
+    (root / "models").mkdir(parents=True)
+    (root / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "0"\n\n' + table)
+    for name in ("addsin-noelide", "mixed-noelide"):
+        (root / "models" / f"{name}.pte").write_bytes((project / "models" / f"{name}.pte").read_bytes())
+    result = _run(root, "models")
+    codes = {f["code"] for f in json.loads((root / "out-0.json").read_text())["findings"]}
+    if table:
+        assert "tomllib" in result["modules"] and codes == {"XF001"}
+    else:
+        assert "tomllib" not in result["modules"] and len(codes) > 1
+
+
 def test_a_check_that_reads_its_files_back_from_the_cache_loads_no_reader(project, tmp_path):
     """The results cache filled by one check, the next reads every file back: the `.pte`
     reader, the view, the rules' analysis and the fix trial are not even imported, and the
