@@ -169,6 +169,56 @@ def test_add_noqa_reads_the_files_back_and_the_next_check_sees_its_comments(proj
     assert after["findings"] == [] and after["summary"]["suppressed"] == len(before["findings"])
 
 
+def _touch_all(root, ns: int) -> None:
+    for folder, _, files in os.walk(root):
+        for name in files:
+            os.utime(os.path.join(folder, name), ns=(ns, ns))
+    os.utime(root, ns=(ns, ns))
+
+
+def test_a_reinstall_of_the_same_xferlint_is_the_same_key(tmp_path):
+    """A CI job installs xferlint afresh: the same files, new times. Installed from a wheel
+    (the RECORD pip writes beside the package), that is the same key; in a source tree,
+    where no RECORD lists the files, an edit's new time is another key."""
+    import xferlint
+
+    package = tmp_path / "site" / "xferlint"
+    shutil.copytree(os.path.dirname(xferlint.__file__), package, ignore=shutil.ignore_patterns("__pycache__"))
+    _touch_all(package, 10**18)
+    source_tree = cache_module._code_stamp(str(package))
+    _touch_all(package, 2 * 10**18)
+    assert cache_module._code_stamp(str(package)) != source_tree
+    record = tmp_path / "site" / f"xferlint-{xferlint.__version__}.dist-info" / "RECORD"
+    record.parent.mkdir()
+    record.write_text("xferlint/__init__.py,sha256=abc,10\nxferlint/cli.py,sha256=def,20\n", encoding="utf-8")
+    installed = cache_module._code_stamp(str(package))
+    _touch_all(package, 3 * 10**18)
+    assert cache_module._code_stamp(str(package)) == installed
+    record.write_text("xferlint/__init__.py,sha256=xyz,10\n", encoding="utf-8")  # another xferlint
+    assert cache_module._code_stamp(str(package)) != installed
+    record.write_text("xferlint/__init__.py,sha256=abc,10\nxferlint/cli.py,sha256=def,20\n", encoding="utf-8")
+    assert cache_module._code_stamp(str(package)) == installed
+    (package / "cli.py").write_text("# edited where it was installed\n" + (package / "cli.py").read_text())
+    assert cache_module._code_stamp(str(package)) != installed
+
+
+def test_a_reinstall_of_the_same_executorch_is_the_same_key(tmp_path):
+    folder = tmp_path / "site" / "executorch"
+    folder.mkdir(parents=True)
+    _touch_all(folder, 10**18)
+    source_tree = cache_module._executorch_stamp(str(folder))
+    _touch_all(folder, 2 * 10**18)
+    assert cache_module._executorch_stamp(str(folder)) != source_tree  # no dist-info: when it changed
+    dist = tmp_path / "site" / "executorch-1.5.1.dist-info"
+    dist.mkdir()
+    (dist / "RECORD").write_text("executorch/__init__.py,sha256=abc,10\n", encoding="utf-8")
+    installed = cache_module._executorch_stamp(str(folder))
+    _touch_all(folder, 3 * 10**18)
+    assert cache_module._executorch_stamp(str(folder)) == installed
+    dist.rename(tmp_path / "site" / "executorch-1.6.0.dist-info")
+    assert cache_module._executorch_stamp(str(folder)) != installed
+
+
 def test_unusable_entries_and_folders_only_cost_time(project, tmp_path, loads):
     cache = tmp_path / "cache"
     _check(str(tmp_path / "a.json"), cache=str(cache))

@@ -194,34 +194,63 @@ def _hex(text: str, size: int) -> str:
     return blake2b(text.encode("utf-8", "surrogatepass"), digest_size=size).hexdigest()
 
 
-def _code_stamp() -> list:
-    """(path, size, mtime) of every file of this xferlint: an edited or upgraded xferlint is
-    another key."""
+def _code_stamp(top: Optional[str] = None) -> list:
+    """What identifies this xferlint's code (`top`: its package folder). Installed from a
+    wheel: the RECORD pip wrote beside it (every installed file's sha256) and each file's
+    size, so a reinstall of the same xferlint, as every CI job makes, is the same key
+    whatever the files' times. From a source tree (an editable install, where no RECORD
+    lists the files): each file's (path, size, mtime), so an edit is another key."""
     import xferlint
 
-    top = os.path.dirname(os.path.abspath(xferlint.__file__))
+    top = top or os.path.dirname(os.path.abspath(xferlint.__file__))
+    record = _record_digest(os.path.join(os.path.dirname(top), f"xferlint-{xferlint.__version__}.dist-info"),
+                            f"{os.path.basename(top)}/__init__.py")
     out = []
     for folder, dirs, files in os.walk(top):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
         for name in sorted(files):
             if name.endswith((".py", ".json", ".fbs")):
                 info = os.stat(os.path.join(folder, name))
-                out.append((os.path.relpath(os.path.join(folder, name), top), info.st_size, info.st_mtime_ns))
-    return out
+                path = os.path.relpath(os.path.join(folder, name), top)
+                out.append((path, info.st_size) if record else (path, info.st_size, info.st_mtime_ns))
+    return [record, out]
 
 
-def _executorch_stamp() -> list:
-    """Where the installed ExecuTorch is and when it was installed ([] without one): a `.pte`
-    is read with its generated schema when it is not the pinned one."""
-    import importlib.util
-
+def _record_digest(dist_info: str, member: str) -> Optional[str]:
+    """The digest of the RECORD in `dist_info` when it lists `member` (the package beside it
+    was installed from a wheel), else None."""
     try:
-        spec = importlib.util.find_spec("executorch")
-    except (ImportError, ValueError):
-        return []
-    if spec is None or not spec.submodule_search_locations:
-        return []
-    folder = list(spec.submodule_search_locations)[0]
+        with open(os.path.join(dist_info, "RECORD"), "rb") as handle:
+            data = handle.read(1 << 22)
+    except OSError:
+        return None
+    if b"\n" + member.encode("utf-8") + b"," not in b"\n" + data:
+        return None
+    return _hex(data.decode("utf-8", "surrogateescape"), 16)
+
+
+def _executorch_stamp(folder: Optional[str] = None) -> list:
+    """Which ExecuTorch is installed ([] without one): a `.pte` is read with its generated
+    schema when it is not the pinned one. Installed from a wheel: where, its dist-info (the
+    version) and the size of its RECORD, the same for a reinstall of the same version (a
+    fresh CI job); otherwise where, and when its folder changed."""
+    if folder is None:
+        import importlib.util
+
+        try:
+            spec = importlib.util.find_spec("executorch")
+        except (ImportError, ValueError):
+            return []
+        if spec is None or not spec.submodule_search_locations:
+            return []
+        folder = list(spec.submodule_search_locations)[0]
+    parent = os.path.dirname(folder)
+    try:
+        found = [n for n in os.listdir(parent) if n.startswith("executorch-") and n.endswith(".dist-info")]
+        if len(found) == 1:
+            return [folder, found[0], os.stat(os.path.join(parent, found[0], "RECORD")).st_size]
+    except OSError:
+        pass
     try:
         return [folder, os.stat(folder).st_mtime_ns]
     except OSError:
