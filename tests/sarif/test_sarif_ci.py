@@ -86,6 +86,16 @@ def test_workflow_lints_uploads_and_gates():
     assert steps.index(upload) > steps.index(lint)
 
 
+def test_workflow_restores_the_results_cache_the_lint_uses():
+    steps, workflow = _steps()
+    lint = next(s for s in steps if "xferlint check" in s.get("run", ""))
+    assert not {"--no-cache", "--cache-dir"} & set(_xferlint_args(lint["run"]))
+    restore = next(s for s in steps if s.get("uses", "").startswith("actions/cache@"))
+    assert steps.index(restore) < steps.index(lint)
+    assert restore["with"]["path"] == "${{ env.XFERLINT_CACHE_DIR }}" and workflow["env"]["XFERLINT_CACHE_DIR"]
+    assert restore["with"]["key"].startswith(restore["with"]["restore-keys"])  # a new key per run, the last restored
+
+
 @pytest.mark.skipif(shutil.which("jq") is None, reason="jq is not installed")
 def test_workflow_gate_reads_the_sarif(sarif, model_dir, tmp_path):
     steps, _ = _steps()

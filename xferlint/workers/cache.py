@@ -12,9 +12,9 @@ when the file and those sources still match, so the report is the same byte for 
 with or without it.
 
 The key of a run (`run_key`) covers what else decides a file's result: this xferlint's
-own files (path, size, mtime of each), the Python and ExecuTorch it runs with, the
-working directory, the rules and their options, `--strict`, `--unsafe-fixes`, the
-per-file ignores and the project root. A run with rules from outside xferlint, or with
+own files (`_code_stamp`: the same xferlint installed afresh is the same key), the Python
+and ExecuTorch it runs with, the working directory, the rules and their options,
+`--strict`, `--unsafe-fixes`, the per-file ignores and the project root. A run with rules from outside xferlint, or with
 `--etrecord`, is not cached.
 
 Entries are pickles, so the cache lives where only the user writes: `XFERLINT_CACHE_DIR`
