@@ -14,8 +14,8 @@ with or without it.
 The key of a run (`run_key`) covers what else decides a file's result: this xferlint's
 own files (`_code_stamp`: the same xferlint installed afresh is the same key), the Python
 and ExecuTorch it runs with, the working directory, the rules and their options,
-`--strict`, `--unsafe-fixes`, the per-file ignores and the project root. A run with rules from outside xferlint, or with
-`--etrecord`, is not cached.
+`--strict`, `--unsafe-fixes`, the per-file ignores and the project root. A run with rules
+from outside xferlint, or with `--etrecord`, is not cached.
 
 Entries are pickles, so the cache lives where only the user writes: `XFERLINT_CACHE_DIR`
 or `--cache-dir`, else `$XDG_CACHE_HOME/xferlint` (`~/.cache/xferlint`), never a folder a
