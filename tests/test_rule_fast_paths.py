@@ -292,6 +292,33 @@ def test_fast_constructors_build_what_the_classes_build():
         make(**required).code = "XF002"
 
 
+def test_frozen_builds_slotted_classes_slot_by_slot():
+    """Node and Value are slotted: Frozen's whole / of / like / renamed set every slot and
+    give what the constructor and `dataclasses.replace` give, still frozen."""
+    import dataclasses
+
+    from xferlint.analyzer.view import Value
+    from xferlint.frozen import Frozen
+
+    node_fields = dict(index=3, name="n", kind=OpKind.H2D, target="t", inputs=("a",), outputs=("b",), device=CUDA0,
+                       location=None, delegate=None, scope="", mutates=False)
+    made = Frozen(Node)
+    assert made.slotted is not None and not made.direct
+    whole = made.whole(dict(node_fields))
+    assert whole == Node(**node_fields) and hash(whole) == hash(Node(**node_fields))
+    assert made.of({"index": 1, "name": "m", "kind": OpKind.D2H, "target": "u"}) == Node(
+        index=1, name="m", kind=OpKind.D2H, target="u")  # the defaults fill the rest
+    assert made.like(whole, name="z", scope="body") == dataclasses.replace(whole, name="z", scope="body")
+    values = Frozen(Value)
+    proto = Value(id="", declared_device=CUDA1, mutable=True)
+    renamed = values.renamed([("x", proto), ("y", proto)])
+    assert renamed == {"x": dataclasses.replace(proto, id="x"), "y": dataclasses.replace(proto, id="y")}
+    with pytest.raises(AttributeError):
+        whole.name = "w"
+    with pytest.raises(KeyError):  # `whole` takes every field: a missing one is an error, not a default
+        made.whole({"index": 0})
+
+
 def test_fast_constructor_of_a_dict_backed_dataclass():
     """RoundTrip (not slotted): the instance dict `__init__` leaves, so equality, hashing
     and cached properties behave the same."""

@@ -1,14 +1,17 @@
 """The `.pte` view builder's fast paths against their plain equivalents.
 
-`_MethodBuilder` builds Nodes and Values by filling their `__dict__` (`_NODE_WHOLE`,
-`Frozen.direct`) and gathers the values a delegate call may not write (`_Seen`) in batches;
-each must give what the dataclass constructors and a per-instruction scan give.
+`_MethodBuilder` builds Nodes and Values without their dataclass `__init__` (slot by slot:
+`fast_constructor`, `Frozen`) and gathers the values a delegate call may not write (`_Seen`)
+in batches; each must give what the dataclass constructors and a per-instruction scan give.
 """
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 import pytest
 
+from xferlint.analyzer.view import Node
 from xferlint.frontends.pte import program as pp
 from xferlint.frontends.pte import view as pte_view
 
@@ -20,15 +23,19 @@ NAMES = ["addsin-noelide", "cond-nested", "mixed-noelide", "map-nested", "two-me
 def test_view_without_fast_construction_is_the_same(pte_bytes, name, monkeypatch):
     data = pte_bytes(name)
     fast = pte_view.load_pte_bytes(data).view
-    monkeypatch.setattr(pte_view, "_NODE_WHOLE", False)
-    monkeypatch.setattr(pte_view._NODE, "direct", False)
-    monkeypatch.setattr(pte_view._VALUE, "direct", False)
+    monkeypatch.setattr(pte_view, "_NODE_NEW", Node)  # the dataclass's own __init__
+    monkeypatch.setattr(pte_view._VALUE, "slotted", None)  # Frozen then calls the class (or `replace`)
     plain = pte_view.load_pte_bytes(data).view
     assert fast == plain
     for a, b in zip(fast.methods, plain.methods):
         assert a.cfg == b.cfg
         for x, y in zip(list(a.nodes) + list(a.values.values()), list(b.nodes) + list(b.values.values())):
-            assert list(vars(x).items()) == list(vars(y).items())
+            assert type(x) is type(y) and _state(x) == _state(y)
+
+
+def _state(obj) -> list:
+    """Every field's name and value, in order (the classes are slotted: no `vars`)."""
+    return [(f.name, getattr(obj, f.name)) for f in fields(obj)]
 
 
 def _delegate_io_one_by_one(plan: pp.Plan) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:

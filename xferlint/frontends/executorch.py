@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable, NamedTuple, Optional
 import torch
 import torch.fx
 
-from xferlint.frozen import Frozen
+from xferlint.frozen import Frozen, fast_constructor
 from xferlint.analyzer.lattice import CPU, Device, interned_device
 from xferlint.analyzer.view import (
     DelegateInfo,
@@ -297,8 +297,9 @@ def _flatten_nodes(arg: Any) -> Iterable[torch.fx.Node]:
 # --------------------------------------------------------------------------- builder
 
 _NOT_FOUND = object()  # a dict look-up's miss (None is a location: no user frame)
-_NODE = Frozen(Node)
-_VALUE = Frozen(Value)
+# Node(**fields) and Value(**fields) without their generated __init__ (slotted: each slot
+# set through its descriptor): one of each per node
+_NODE_NEW, _VALUE_NEW = fast_constructor(Node), fast_constructor(Value)
 _INNER_OP = Frozen(InnerOp)
 _PLACEMENT = Frozen(Placement)
 _DELEGATE_INFO = Frozen(DelegateInfo)
@@ -412,9 +413,8 @@ class _GraphReader:
 
     def _value(self, vid: str, spec: Any, val: Any, constant_name: Optional[str]) -> str:
         meta, declared, placement = _value_facts(spec, val, self.planned, self.b.shapes)
-        self.b.values[vid] = _VALUE.whole({"id": vid, "tensor": meta, "declared_device": declared,
-                                           "constant_name": constant_name, "spec_device": None,
-                                           "mutable": False, "placement": placement})
+        self.b.values[vid] = _VALUE_NEW(id=vid, tensor=meta, declared_device=declared, constant_name=constant_name,
+                                        placement=placement)
         return vid
 
     def _operand(self, node: torch.fx.Node) -> Optional[str]:
@@ -444,19 +444,11 @@ class _GraphReader:
         scope = self.scope
         trace = node.meta.get("stack_trace")
         location = b.locations.get(trace, _NOT_FOUND)
-        node_view = _NODE.whole({
-            "index": len(nodes),
-            "name": f"{scope}/{node.name}" if scope else node.name,
-            "kind": kind,
-            "target": target or b.name_of(node.target),
-            "inputs": inputs,
-            "outputs": outputs,
-            "device": device,
-            "location": b.locate(trace) if location is _NOT_FOUND else location,
-            "delegate": delegate,
-            "scope": scope,
-            "mutates": mutates,
-        })
+        node_view = _NODE_NEW(
+            index=len(nodes), name=f"{scope}/{node.name}" if scope else node.name, kind=kind,
+            target=target or b.name_of(node.target), inputs=inputs, outputs=outputs, device=device,
+            location=b.locate(trace) if location is _NOT_FOUND else location, delegate=delegate, scope=scope,
+            mutates=mutates)
         nodes.append(node_view)
         return node_view
 

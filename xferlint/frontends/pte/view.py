@@ -35,7 +35,7 @@ from operator import attrgetter, itemgetter
 from typing import NamedTuple, Optional
 
 from xferlint.analyzer.cfg import ControlFlowGraph
-from xferlint.frozen import Frozen
+from xferlint.frozen import Frozen, fast_constructor
 from xferlint.analyzer.lattice import CPU, Device, interned_device
 from xferlint.analyzer.view import (
     DelegateInfo,
@@ -198,33 +198,11 @@ def delegate_io(plan: pp.Plan, args: tuple[int, ...], seen: set[int], fixed: set
 # --------------------------------------------------------------------------- builder
 
 
-_new = object.__new__
-_NODE = Frozen(Node)
 _VALUE = Frozen(Value)
 _PLACEMENT = Frozen(Placement)
-# The fields the builder fills, in Node's declaration order: where they are all of Node's
-# (they are, unless Node changes), a Node is built by filling its own `__dict__` in that
-# order (what `__init__` leaves), else through `_NODE.of`.
-_NODE_FIELDS = ("index", "name", "kind", "target", "inputs", "outputs", "device", "location", "delegate", "scope",
-                "mutates")
-_NODE_WHOLE = _NODE.direct and tuple(_NODE.template) == _NODE_FIELDS
-
-
-# Every field of Node at its default, in declaration order: the prototype the loops that
-# build many nodes copy (an instance dict filled from it, then the few fields that differ
-# set, costs about half of building the 11-entry dict anew for each node).
-_NODE_DEFAULTS = {"index": 0, "name": "", "kind": OpKind.COMPUTE, "target": "", "inputs": (), "outputs": (),
-                  "device": None, "location": None, "delegate": None, "scope": "", "mutates": False}
-
-
-class _Draft:
-    """What the node loops fill where a Node cannot be built by filling its own `__dict__`
-    (not `_NODE_WHOLE`): its `__dict__` becomes a Node through `_NODE.of`."""
-
-
-# The class the node loops make: each starts from `object.__new__`, its `__dict__` filled
-# from a prototype in the loop itself (a call per node cost as much as its fields).
-_NODE_CLASS = Node if _NODE_WHOLE else _Draft
+# Node(**fields) without its generated __init__: each slot set through its descriptor, in
+# straight-line code (a method of 100,000 instructions makes 100,000 nodes)
+_NODE_NEW = fast_constructor(Node)
 
 
 _flatten = _chain.from_iterable
@@ -407,42 +385,19 @@ class _MethodBuilder:
     def add(self, name: str, kind: OpKind, target: str, inputs: tuple[str, ...] = (),
             outputs: tuple[str, ...] = (), device: Optional[Device] = None, location=None,
             delegate: Optional[DelegateInfo] = None, scope: str = "", mutates: bool = False) -> Node:
-        """Append the next Node (positional, every field stored into the new node's own dict
-        in declaration order: no keyword packing, no dict to copy; a method of 100,000
-        instructions makes 100,000 of them)."""
-        node = _new(Node) if _NODE_WHOLE else None
-        state = node.__dict__ if node is not None else {}  # filled in place: no dict built to copy from
-        state["index"] = len(self.nodes)
-        state["name"] = name
-        state["kind"] = kind
-        state["target"] = target
-        state["inputs"] = inputs
-        state["outputs"] = outputs
-        state["device"] = device
-        state["location"] = location
-        state["delegate"] = delegate
-        state["scope"] = scope
-        state["mutates"] = mutates
-        if node is None:
-            node = _NODE.of(state)
+        """Append the next Node."""
+        node = _NODE_NEW(index=len(self.nodes), name=name, kind=kind, target=target, inputs=inputs, outputs=outputs,
+                         device=device, location=location, delegate=delegate, scope=scope, mutates=mutates)
         self.nodes.append(node)
         return node
 
     def _input_nodes(self) -> None:
         """Append one INPUT node per method input (built in the loop, as `_chain_nodes`
         builds kernel calls: a method may take 100,000 inputs)."""
-        nodes, ids, whole = self.nodes, self.ids, _NODE_WHOLE
-        new, cls = _new, _NODE_CLASS
-        proto = dict(_NODE_DEFAULTS, kind=OpKind.INPUT, target="input")
+        nodes, ids, make, kind = self.nodes, self.ids, _NODE_NEW, OpKind.INPUT
         for k, i in enumerate(self.plan.inputs):
             vid = ids[i]
-            node = new(cls)
-            state = node.__dict__
-            state.update(proto)
-            state["index"] = len(nodes)
-            state["name"] = f"input {k} ({vid})"
-            state["outputs"] = (vid,)
-            nodes.append(node if whole else _NODE.of(state))
+            nodes.append(make(index=len(nodes), name=f"input {k} ({vid})", kind=kind, target="input", outputs=(vid,)))
 
     def build(self) -> tuple[MethodView, PteMethodMap]:
         plan = self.plan
@@ -478,11 +433,9 @@ class _MethodBuilder:
         return view, mapping
 
     def _operator(self, index: int) -> tuple:
-        """(name, kind, node label, the prototype of its nodes) of operator `index`."""
+        """(name, kind, node label, node target) of operator `index`."""
         name, overload = self.plan.operators[index]
-        kind = _KERNEL_KINDS.get(name, OpKind.COMPUTE)
-        return name, kind, operator_name(name, overload), dict(_NODE_DEFAULTS, kind=kind,
-                                                                 target=target_name(name, overload))
+        return name, _KERNEL_KINDS.get(name, OpKind.COMPUTE), operator_name(name, overload), target_name(name, overload)
 
     def _delegate(self, index: int) -> tuple:
         """(the DelegateInfo, target device) of delegate `index`, worked out once."""
@@ -498,7 +451,7 @@ class _MethodBuilder:
 
     def _chain_nodes(self, c: int, chain: pp.Chain, head: str, scopes: list[str]) -> None:
         """Append the nodes of chain `c`'s instructions. Kernel calls (most instructions) are
-        built here, in the loop, without a call per node (nor `add`'s: a 100,000-instruction
+        built here, in the loop, with one call per node (not `add`'s two: a 100,000-instruction
         method is 100,000 of them); the other kinds go to their `_*_node`. Names the loop
         reads per instruction are bound once (an enum member or module global look-up each
         costs as much as a tuple)."""
@@ -508,15 +461,14 @@ class _MethodBuilder:
         kernel, alias, compute, copy_in = pp.KERNEL, OpKind.ALIAS, OpKind.COMPUTE, OpKind.H2D
         locate = chain.stacktrace is not None or (c == 0 and bool(self.locations))
         location = None
-        whole = _NODE_WHOLE
-        new, cls = _new, _NODE_CLASS
+        make = _NODE_NEW
         for k, ins in enumerate(chain.instructions):
             if locate:
                 location = _location(chain, k) or (self.locations.get(k) if c == 0 else None)
             if ins.kind != kernel:
                 others.get(ins.kind, self._free_node)(ins, k, f"{head}{k}", location, scopes[k])
                 continue
-            name, kind, label, proto = kernels[ins.index]
+            name, kind, label, target = kernels[ins.index]
             args = ins.args
             if len(args) >= 2 and args[-1] == args[-2] and name != _COPY_INDEX_OP:
                 operands, results = args[:-2], args[-1:]  # one out tensor, given twice: `kernel_io`'s commonest case
@@ -527,19 +479,10 @@ class _MethodBuilder:
             mutates = kind is compute and any(map(operands.__contains__, results))
             if lists and not lists.isdisjoint(operands):
                 operands = _expand_lists(plan, operands)
-            node = new(cls)
-            state = node.__dict__
-            state.update(proto)
-            state["index"] = len(nodes)
-            state["name"] = f"{head}{k} ({label})"
-            state["inputs"] = tuple(map(name_of, operands))
-            state["outputs"] = tuple(map(name_of, results))
-            if kind is copy_in:
-                state["device"] = h2d(results)
-            state["location"] = location
-            state["scope"] = scopes[k]
-            state["mutates"] = mutates
-            nodes.append(node if whole else _NODE.of(state))
+            nodes.append(make(index=len(nodes), name=f"{head}{k} ({label})", kind=kind, target=target,
+                              inputs=tuple(map(name_of, operands)), outputs=tuple(map(name_of, results)),
+                              device=h2d(results) if kind is copy_in else None, location=location,
+                              scope=scopes[k], mutates=mutates))
 
     # The other kinds, one each: (instruction, its position in the chain, its node name's
     # prefix, location, scope) -> the node, appended.
