@@ -1,7 +1,7 @@
 """A/B of the graph path in one process: an earlier revision's xferlint against the work
 tree's, on the same FX graph, run after run in turn.
 
-Between two processes the same code's time on the real ladder varies by 10-15 % here
+Between two processes the same code's time on the real ladder varies by up to a third here
 (11.2-16.6 ms for the frontend alone on 2026-12-06): a speed-up of a few percent cannot be
 seen by running `bench_analysis.py` before and after. This script copies revision REV's
 `xferlint` package out of git as `xferlint_base` (its imports rewritten to it), lowers or
@@ -17,6 +17,11 @@ change of 10 % or more shows; run it with no change first to see the noise of th
     .venv/bin/python benchmarks/ab_graph.py                        # HEAD against the work tree, real ladder
     .venv/bin/python benchmarks/ab_graph.py --base HEAD~3 --runs 21
     .venv/bin/python benchmarks/ab_graph.py --graph synthetic --size 10000 --pass
+    .venv/bin/python benchmarks/ab_graph.py --pte benchmarks/out/large/loops-10000.pte --base d8a1f4f
+
+`--pte FILE` times a `.pte` file's path instead: reading it into its view (load), then the
+analysis, every rule and the summary (`pipeline.analyze`, as `xferlint check` runs them;
+no fix trial).
 
 `--pass` also times ExecuTorch's PropagateDevicePass on a fresh copy of the graph each run
 and prints each package's ratio (issue 11's 0.5x). The figures are process CPU medians;
@@ -107,6 +112,28 @@ def run_once(k: dict[str, Any], graph: Any, signature: Any) -> tuple[float, floa
     return t1 - t0, t2 - t1, t3 - t2, found
 
 
+def pte_kit(package: str) -> dict[str, Any]:
+    """What one revision runs on a `.pte` file: its reader and `pipeline.analyze`."""
+    return {"load": importlib.import_module(f"{package}.frontends.pte.view").load_pte_bytes,
+            "analyze": importlib.import_module(f"{package}.pipeline").analyze,
+            "rules": importlib.import_module(f"{package}.selection").select_rules()}
+
+
+def run_pte(k: dict[str, Any], data: bytes) -> tuple[float, float, float, int]:
+    """(load, analysis with the rules, 0) process CPU seconds and the findings' count."""
+    gc.collect()
+    gc.disable()
+    try:
+        t0 = time.process_time()
+        view = k["load"](data, label="ab.pte").view
+        t1 = time.process_time()
+        found = k["analyze"](view, k["rules"], transfers=[])
+        t2 = time.process_time()
+    finally:
+        gc.enable()
+    return t1 - t0, t2 - t1, 0.0, len(found)
+
+
 def program(kind: str, blocks: int, size: int) -> tuple[Any, Any, Callable[[], Any]]:
     """(graph after the pass, its signature, a function that times the pass on a fresh copy)."""
     import bench_analysis as ba
@@ -153,35 +180,43 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=10_000, help="FX nodes of the synthetic graph")
     parser.add_argument("--pass", dest="with_pass", action="store_true",
                         help="also time PropagateDevicePass once per run and print the ratios")
+    parser.add_argument("--pte", type=Path, help="time this .pte file's load and analysis instead of a graph")
     args = parser.parse_args(argv)
     sys.path[:0] = [str(ROOT), str(HERE)]
     folder = Path(tempfile.mkdtemp(prefix="xferlint-ab-"))
     try:
         materialize(args.base, folder)
         sys.path.insert(0, str(folder))
-        kits = {args.base: kit(BASE), "work tree": kit("xferlint")}
-        graph, signature, time_pass = program(args.graph, args.blocks, args.size)
+        if args.pte is not None:
+            data = args.pte.read_bytes()
+            kits = {args.base: pte_kit(BASE), "work tree": pte_kit("xferlint")}
+            one, size, unit = (lambda k: run_pte(k, data)), len(data), "bytes"
+        else:
+            kits = {args.base: kit(BASE), "work tree": kit("xferlint")}
+            graph, signature, time_pass = program(args.graph, args.blocks, args.size)
+            one, size, unit = (lambda k: run_once(k, graph, signature)), len(graph.graph.nodes), "FX nodes"
         rows: dict[str, list] = {name: [] for name in kits}
         passes = []
         for run in range(args.runs):
             order = list(kits.items()) if run % 2 else list(kits.items())[::-1]
             for name, k in order:
-                rows[name].append(run_once(k, graph, signature))
-            if args.with_pass:
+                rows[name].append(one(k))
+            if args.with_pass and args.pte is None:
                 passes.append(time_pass())
-        print(report(rows, passes, len(graph.graph.nodes)))
+        print(report(rows, passes, size, unit, args.pte is not None))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return 0
 
 
-def report(rows: dict[str, list], passes: list[float], nodes: int) -> str:
-    lines = [f"{nodes:,} FX nodes; process CPU, median of {len(next(iter(rows.values())))} runs each, ms:",
-             "", "| code | frontend | analysis | rules | total | findings |" + (" xferlint / pass |" if passes else ""),
-             "|---|---:|---:|---:|---:|---:|" + ("---:|" if passes else "")]
+def report(rows: dict[str, list], passes: list[float], size: int, unit: str, pte: bool) -> str:
+    stages = "| load | analysis and rules |" if pte else "| frontend | analysis | rules |"
+    lines = [f"{size:,} {unit}; process CPU, median of {len(next(iter(rows.values())))} runs each, ms:",
+             "", "| code " + stages + " total | findings |" + (" xferlint / pass |" if passes else ""),
+             "|---|" + "---:|" * (2 if pte else 3) + "---:|---:|" + ("---:|" if passes else "")]
     totals = {}
     for name, runs in rows.items():
-        medians = [statistics.median(r[i] for r in runs) for i in range(3)]
+        medians = [statistics.median(r[i] for r in runs) for i in range(2 if pte else 3)]
         totals[name] = statistics.median(sum(r[:3]) for r in runs)
         cells = [f"{m * 1e3:.2f}" for m in medians] + [f"{totals[name] * 1e3:.2f}", str(runs[0][3])]
         if passes:

@@ -141,7 +141,7 @@ class Node:
 
     Slotted: 160 bytes, against 560 for an instance with a `__dict__`, and a field read is
     a slot's. The analysis and the rules read every node's fields several times; slotted,
-    they take 10-20 % less time on a 10,000- or 100,000-instruction `.pte`
+    they take 8-20 % less time on a 10,000- or 100,000-instruction `.pte`
     (docs/performance.md)."""
 
     index: int
