@@ -315,7 +315,7 @@ def test_frozen_builds_slotted_classes_slot_by_slot():
     assert renamed == {"x": dataclasses.replace(proto, id="x"), "y": dataclasses.replace(proto, id="y")}
     with pytest.raises(AttributeError):
         whole.name = "w"
-    with pytest.raises(KeyError):  # `whole` takes every field: a missing one is an error, not a default
+    with pytest.raises(TypeError):  # a field without a default that is missing is an error, as in `Node(...)`
         made.whole({"index": 0})
 
 

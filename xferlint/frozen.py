@@ -20,8 +20,8 @@ class Frozen:
     `object.__setattr__` once per field (~1.3 us a Value, ~1.9 us a Node: a third of
     a frontend's time on a program of 200,000 values and nodes). A dict-backed instance's
     `__dict__` is the one `__init__` leaves: every field, in declaration order (`direct`);
-    a slotted one's slots are set through their descriptors, by code generated for the class
-    (`slotted`). Where neither shortcut holds (`__post_init__`, default factories, fields
+    a slotted one's slots are set through their descriptors, by `fast_constructor`'s code and,
+    from a prototype, by code generated here (`slotted`). Where neither shortcut holds (`__post_init__`, default factories, fields
     outside `__init__`), the class is called."""
 
     __slots__ = ("cls", "template", "direct", "slotted")
@@ -33,8 +33,9 @@ class Frozen:
         plain = not (hasattr(cls, "__post_init__") or any(not f.init or f.default_factory is not MISSING
                                                           for f in spec))
         self.direct = plain and not hasattr(cls, "__slots__")
-        # a slotted class: straight-line code that sets each slot through its descriptor
-        self.slotted = _slot_writers(cls, [f.name for f in spec]) if plain and "__slots__" in vars(cls) else None
+        # a slotted class: (its keyword constructor, its `replace`), each slot set through its descriptor
+        self.slotted = ((fast_constructor(cls), _slotted_like(cls, [f.name for f in spec]))
+                        if plain and "__slots__" in vars(cls) else None)
 
     def new(self, **values):
         """`cls(**values)`."""
@@ -43,9 +44,7 @@ class Frozen:
     def of(self, values: dict):
         """`cls(**values)`, from a dict of the values."""
         if not self.direct:
-            if self.slotted is not None:
-                return self.slotted[0]({**self.template, **values})
-            return self.cls(**values)
+            return (self.slotted[0] if self.slotted is not None else self.cls)(**values)
         obj = object.__new__(self.cls)
         state = obj.__dict__
         state.update(self.template)
@@ -57,7 +56,7 @@ class Frozen:
         dict `__init__` would leave): it becomes the instance's `__dict__` as it is, not
         copied over the defaults (a third of `of`'s cost). The caller hands the dict over."""
         if not self.direct:
-            return self.slotted[0](values) if self.slotted is not None else self.cls(**values)
+            return (self.slotted[0] if self.slotted is not None else self.cls)(**values)
         obj = object.__new__(self.cls)
         object.__setattr__(obj, "__dict__", values)  # frozen: plain assignment raises
         return obj
@@ -91,19 +90,16 @@ class Frozen:
         return out
 
 
-def _slot_writers(cls: type, names: list[str]) -> tuple[Any, Any]:
-    """(from a dict naming every field, like a prototype with changes) for a slotted class:
-    each slot set through its member descriptor, past the frozen `__setattr__`."""
+def _slotted_like(cls: type, names: list[str]) -> Any:
+    """`like(proto, changes)`, `replace(proto, **changes)` for a slotted class: each slot set
+    through its member descriptor, past the frozen `__setattr__`, from `changes` or `proto`."""
     env: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
-    whole = ["def whole(values):", " obj = _new(_cls)"]
-    like = ["def like(proto, changes):", " obj = _new(_cls)"]
+    lines = ["def like(proto, changes):", " obj = _new(_cls)"]
     for k, name in enumerate(names):
         env[f"_set{k}"] = getattr(cls, name).__set__
-        whole.append(f" _set{k}(obj, values[{name!r}])")
-        like.append(f" _set{k}(obj, changes[{name!r}] if {name!r} in changes else proto.{name})")
-    source = "\n".join(whole + [" return obj", ""] + like + [" return obj", ""])
-    exec(source, env)  # noqa: S102 - generated from the class's own field names
-    return env["whole"], env["like"]
+        lines.append(f" _set{k}(obj, changes[{name!r}] if {name!r} in changes else proto.{name})")
+    exec("\n".join(lines + [" return obj", ""]), env)  # noqa: S102 - generated from the class's own field names
+    return env["like"]
 
 
 def fast_constructor(cls: type) -> Any:
