@@ -11,6 +11,7 @@ delegates with compile specs, method inputs and outputs, and every method.
 from __future__ import annotations
 
 import os
+import struct
 import subprocess
 import sys
 
@@ -112,6 +113,107 @@ def test_stack_traces_are_read_as_the_generated_accessors_read_them(pte_bytes):
     assert chain.stacktrace is not None and len(chain.stacktrace) == len(chain.instructions)
     frames = [f for frames in chain.stacktrace for f in frames]
     assert any(f.filename.endswith("models.py") and f.lineno > 0 and f.context for f in frames)
+
+
+def test_stack_traces_come_through_the_compiled_tables_and_each_line_is_one_location(monkeypatch):
+    """A traced program's frame lists are read by the compiled tables (on the pinned schema
+    the generated accessors read none of them), as the generated accessors read them; in the
+    view, the instructions of one model line share one SourceLocation."""
+    from xferlint.testing import synthetic_pte as sp
+
+    data = sp.traced_loops(50)  # 500 instructions, the loop body's ten lines again in every loop
+    generated_reads = []
+    real = pp._Decoder.chain_stacktrace
+    monkeypatch.setattr(pp._Decoder, "chain_stacktrace",
+                        lambda self, c, n: generated_reads.append(n) or real(self, c, n))
+    ours = pp.read_program(data)
+    assert generated_reads == []
+    assert ours == pp.read_program(data, fast=False)
+    assert generated_reads == [500]
+    method = load_pte_bytes(data, label="traced.pte").view.methods[0]
+    located = [(int(n.name.split()[1]), n.location) for n in method.nodes if n.name.startswith("instr ")]
+    assert len(located) == 500
+    assert all(loc.file == sp.TRACED_FILE and loc.line == 20 + k % 10 and loc.code == f"x = self.step{k % 10}(x)"
+               for k, loc in located)
+    assert len({id(loc) for _, loc in located}) == 10
+
+
+def _stacktrace_spans(data: bytes) -> list[tuple[int, int]]:
+    """The [start, end) byte ranges of a one-plan program's stack trace: its vector, each
+    frame list and frame (table and vtable) and each string. The serializer interleaves them
+    with the rest of the program."""
+    from xferlint.frontends.pte.schema import generated
+
+    chain = generated().Program.Program.GetRootAs(data, 0).ExecutionPlan(0).Chains(0)
+    spans = []
+
+    def table(tab):
+        vtable = tab.Pos - struct.unpack_from("<i", data, tab.Pos)[0]
+        vlen, size = struct.unpack_from("<HH", data, vtable)
+        spans.extend([(tab.Pos, tab.Pos + size), (vtable, vtable + vlen)])
+
+    start = chain._tab.Vector(chain._tab.Offset(10))
+    spans.append((start - 4, start + 4 * chain.StacktraceLength()))
+    for k in range(chain.StacktraceLength()):
+        frames = chain.Stacktrace(k)
+        table(frames._tab)
+        items = frames._tab.Vector(frames._tab.Offset(4))
+        spans.append((items - 4, items + 4 * frames.ItemsLength()))
+        for j in range(frames.ItemsLength()):
+            frame = frames.Items(j)
+            table(frame._tab)
+            for slot in (4, 8, 10):
+                at = frame._tab.Pos + frame._tab.Offset(slot)
+                string = at + struct.unpack_from("<I", data, at)[0]
+                spans.append((string, string + 4 + struct.unpack_from("<I", data, string)[0]))
+    return spans
+
+
+def _mutate_within(data: bytes, spans: list[tuple[int, int]], rnd) -> bytes:
+    """`data` with one to three stack-trace bytes or words changed: a bit flipped, a byte set,
+    or an aligned word (an offset, a count, a length) overwritten with an interesting value."""
+    from pte_fuzz import INTERESTING
+
+    buf = bytearray(data)
+    for _ in range(rnd.randint(1, 3)):
+        start, end = rnd.choice(spans)
+        i = rnd.randrange(start, end)
+        how = rnd.random()
+        if how < 0.3:
+            buf[i] ^= 1 << rnd.randrange(8)
+        elif how < 0.5:
+            buf[i] = rnd.randrange(256)
+        else:
+            word = min(i & ~3, len(buf) - 4)
+            struct.pack_into("<I", buf, word, rnd.choice(INTERESTING) if rnd.random() < 0.7 else rnd.getrandbits(32))
+    return bytes(buf)
+
+
+def test_mutated_stack_traces_are_read_as_the_generated_accessors_read_them(pte_bytes):
+    """Frames made corrupt (a string or vector offset, a length, a vtable, a count changed,
+    bits flipped in the stack trace's bytes): the compiled tables read the same program as
+    the generated accessors, or both refuse the file."""
+    import random
+
+    from xferlint.frontends.pte.container import PteFormatError
+    from xferlint.testing import synthetic_pte as sp
+
+    def read(data: bytes, fast: bool):
+        try:
+            return pp.read_program(data, fast=fast)
+        except PteFormatError:
+            return "refused"
+
+    sources = [sp.traced_short_loops(20), pte_bytes("host-stacktrace")]
+    spans = [_stacktrace_spans(data) for data in sources]
+    rnd = random.Random(20261206)
+    outcomes = set()
+    for case in range(600):
+        mutant = _mutate_within(sources[case % 2], spans[case % 2], rnd)
+        ours = read(mutant, True)
+        assert ours == read(mutant, False), case
+        outcomes.add("refused" if ours == "refused" else ours.plans[0].chains[0].stacktrace is not None)
+    assert outcomes == {"refused", True, False}  # refused; read with frames; frames dropped
 
 
 def test_view_values_carry_sizes_dtypes_devices_and_plan(pte_bytes):

@@ -25,6 +25,8 @@ The shapes (each a function of a size, returning the file's bytes):
   a delegate, a D2H, a host op, an H2D back, a delegate, a D2H, the counter's add and
   eq and a backward jump), 10 instructions per loop;
 - `methods(count, blocks)`: `count` execution plans, each a `ladder(blocks)`.
+- `traced_loops(count)`, `traced_short_loops(count)`: `loops` and `short_loops` with a
+  stack trace (`traced`): a frame list per instruction, for locating every finding;
 - `nested_loops(count)`: `count` loops nested in one another (loop k jumps back to the
   head of loop k), each head a round trip through a host op: a dominator tree as deep as
   the method, quadratic dominance frontiers;
@@ -255,6 +257,16 @@ def wide_kernel(args: int) -> bytes:
 @lru_cache(maxsize=16)
 def short_loops(count: int) -> bytes:
     """`count` loops of two instructions, a host op and the backward jump that closes it."""
+    return serialize([_short_loops_plan(count)])
+
+
+@lru_cache(maxsize=16)
+def traced_short_loops(count: int) -> bytes:
+    """`short_loops` emitted with stack traces: a frame list per instruction."""
+    return serialize([traced(_short_loops_plan(count), period=2)])
+
+
+def _short_loops_plan(count: int) -> s.ExecutionPlan:
     b = PlanBuilder()
     x, done = b.input(), b.bool_(False)
     for _ in range(count):
@@ -262,7 +274,7 @@ def short_loops(count: int) -> bytes:
         x = b.host(x)
         b.jump_false(done, start)
     b.outputs.append(x)
-    return serialize([b.plan()])
+    return b.plan()
 
 
 @lru_cache(maxsize=16)
@@ -290,6 +302,17 @@ def copies_into_one_call(copies: int) -> bytes:
 
 @lru_cache(maxsize=16)
 def loops(count: int, trips: int = 3) -> bytes:
+    return serialize([_loops_plan(count, trips)])
+
+
+@lru_cache(maxsize=16)
+def traced_loops(count: int) -> bytes:
+    """`loops` emitted with stack traces: a frame list per instruction, the loop body's
+    ten lines again in every loop."""
+    return serialize([traced(_loops_plan(count, 3), period=10)])
+
+
+def _loops_plan(count: int, trips: int) -> s.ExecutionPlan:
     b = PlanBuilder()
     x = b.input()
     one, limit = b.int_(1), b.int_(trips)
@@ -304,7 +327,7 @@ def loops(count: int, trips: int = 3) -> bytes:
         b.jump_false(done, start)
         x = out
     b.outputs.append(x)
-    return serialize([b.plan()])
+    return b.plan()
 
 
 def _through_host(b: PlanBuilder, x: int) -> int:
@@ -379,6 +402,24 @@ def _one_slot(blocks: int, loop: bool) -> bytes:
             _loop_control(b, 0)
     b.outputs.append(slot)
     return serialize([b.plan()])
+
+
+def traced(plan: s.ExecutionPlan, period: int) -> s.ExecutionPlan:
+    """`plan` with a stack trace on its chain, as `emit_stacktrace=True` writes one: a frame
+    list per instruction holding the model's frame (file, line, function, code). Lines
+    repeat every `period` instructions, as a model's loop body or repeated block emits the
+    same lines again. (ExecuTorch's emitter writes no stack trace beside device copies; the
+    reader and the rules take one wherever it is.)"""
+    chain = plan.chains[0]
+    chain.stacktrace = [
+        s.FrameList(items=[s.Frame(filename=TRACED_FILE, lineno=20 + k % period, name="forward",
+                                   context=f"x = self.step{k % period}(x)")])
+        for k in range(len(chain.instructions))
+    ]
+    return plan
+
+
+TRACED_FILE = "/home/user/models/looped.py"
 
 
 def _own_bytes(plan: s.ExecutionPlan) -> s.ExecutionPlan:

@@ -441,18 +441,26 @@ class _Decoder:
         stacktrace = None
         n_frames = self.count(c.StacktraceLength(), 4, "stacktrace")
         if n_frames:
-            lists = []
-            for k in range(n_frames):
-                frames = c.Stacktrace(k)
-                items = []
-                if frames is not None:
-                    for j in range(self.count(frames.ItemsLength(), 4, "stacktrace frames")):
-                        f = frames.Items(j)
-                        items.append(Frame(self.text(f.Filename()), f.Lineno(), self.text(f.Name()), self.text(f.Context())))
-                lists.append(tuple(items))
+            lists = self.fast.stacktrace(c, n_frames) if self.fast is not None else None
+            if lists is None:
+                lists = self.chain_stacktrace(c, n_frames)
             # One frame list per instruction, or the frames cannot be matched up: drop them.
             stacktrace = tuple(lists) if len(lists) == n else None
         return Chain(inputs=inputs, outputs=outputs, instructions=tuple(instructions), stacktrace=stacktrace)
+
+    def chain_stacktrace(self, c: Any, n: int) -> list[tuple[Frame, ...]]:
+        """The first `n` frame lists of a chain's stack trace (`emit_stacktrace=True`: one
+        per instruction), through the generated accessors."""
+        lists = []
+        for k in range(n):
+            frames = c.Stacktrace(k)
+            items = []
+            if frames is not None:
+                for j in range(self.count(frames.ItemsLength(), 4, "stacktrace frames")):
+                    f = frames.Items(j)
+                    items.append(Frame(self.text(f.Filename()), f.Lineno(), self.text(f.Name()), self.text(f.Context())))
+            lists.append(tuple(items))
+        return lists
 
 
 
@@ -478,7 +486,9 @@ _I32, _U32, _I64, _F64 = struct.Struct("<i"), struct.Struct("<I"), struct.Struct
 # vtable slots (4 + 2 * field index in program.fbs)
 _PLAN_VALUES, _PLAN_DELEGATES, _CHAIN_INSTRUCTIONS = 8, 18, 8
 _PLAN_INPUTS, _PLAN_OUTPUTS, _PLAN_OPERATORS, _PLAN_SIZES, _PLAN_DEVICES = 10, 12, 16, 20, 22  # ExecutionPlan
-_CHAIN_INPUTS, _CHAIN_OUTPUTS = 4, 6
+_CHAIN_INPUTS, _CHAIN_OUTPUTS, _CHAIN_STACKTRACE = 4, 6, 10
+_FRAMES_ITEMS = 4  # FrameList.items
+_F_FILENAME, _F_LINENO, _F_NAME, _F_CONTEXT = 4, 6, 8, 10  # Frame
 _OP_NAME, _OP_OVERLOAD = 4, 6  # Operator
 _NB_INDEX, _NB_TYPE, _NB_DEVICE = 4, 6, 8  # NonConstBufferDevice
 _D_ID, _D_PROCESSED, _D_SPECS = 4, 6, 8  # BackendDelegate
@@ -549,6 +559,9 @@ class _FastTables:
         self._delegate = Fields(buf, ((_D_ID, "I", None), (_D_PROCESSED, "I", None), (_D_SPECS, "I", None)))
         self._reference = Fields(buf, ((_REF_LOCATION, "b", 0), (_REF_INDEX, "I", 0)))
         self._spec = Fields(buf, ((_SPEC_KEY, "I", None), (_SPEC_VALUE, "I", None)))
+        self._frame_list = Fields(buf, ((_FRAMES_ITEMS, "I", None),))
+        self._frame = Fields(buf, ((_F_FILENAME, "I", None), (_F_LINENO, "i", 0), (_F_NAME, "I", None),
+                                   (_F_CONTEXT, "I", None)))
         self._tensors: dict[tuple, EValueInfo] = {}  # raw tensor fields -> the one EValueInfo
         self._scalars: dict[tuple[int, int], EValueInfo] = {}
         self._int_structs: dict[int, struct.Struct] = {}
@@ -1069,6 +1082,75 @@ class _FastTables:
         if n >= _TEMPLATED_MIN:
             return self._templated(positions, self._instruction, self.instruction, self._instruction_template)
         return self._each(positions, self._instruction, self.instruction)
+
+    # -- stack traces ------------------------------------------------------------------
+    def stacktrace(self, chain: Any, n: int) -> Optional[tuple[tuple[Frame, ...], ...]]:
+        """A chain's `n` frame lists with compiled tables, compared once per process like
+        `plan_fields`; None where a table is unusual (the caller reads them with the
+        generated accessors, which report what is wrong). A program emitted with
+        `emit_stacktrace=True` has a frame list per instruction, each frame three strings:
+        through the generated accessors, reading them cost more than the instructions."""
+        d = self.d
+        budget = d.budget
+        try:
+            lists = tuple(self._stacktrace(chain._tab.Pos, n))
+        except Exception:  # noqa: BLE001 - corrupt or unusual: the generated accessors decide
+            d.budget = budget
+            return None
+        checked = self._checked("stacktrace", (lists,), lambda: ((tuple(d.chain_stacktrace(chain, min(n, _AGREE_SAMPLE))),), (n,)))
+        if checked is None:
+            d.budget = budget
+            return None
+        return lists
+
+    def _stacktrace(self, chain_pos: int, n: int) -> list[tuple[Frame, ...]]:
+        buf, d = self.buf, self.d
+        size = len(buf)
+        frame_at, list_at, u32 = self._frame.at, self._frame_list.at, _U32.unpack_from
+        # Each distinct string's text and each distinct frame once: a frame list per
+        # instruction repeats the model's file, function and lines (each string is still
+        # charged to the budget where it is read, as the generated path charges it).
+        texts: dict[bytes, str] = {}
+        frames: dict[tuple, Frame] = {}
+        new_frame = partial(tuple.__new__, Frame)
+
+        def text(at: int) -> str:
+            start = at + u32(buf, at)[0]
+            m = u32(buf, start)[0]
+            if start + 4 + m > size:
+                raise Irregular("string past the end")
+            d.budget -= m + 1
+            if d.budget < 0:
+                raise Irregular("budget")
+            raw = buf[start + 4:start + 4 + m]
+            found = texts.get(raw)
+            if found is None:
+                found = texts[raw] = safe_text(raw, MAX_TEXT)
+            return found
+
+        out: list[tuple[Frame, ...]] = []
+        for pos in self._elements(chain_pos, _CHAIN_STACKTRACE, n):
+            (items_at,), offsets = list_at(pos)
+            if items_at is None:
+                out.append(())
+                continue
+            start = pos + offsets[0] + items_at
+            m = d.count(u32(buf, start)[0], 4, "stacktrace frames")
+            if start + 4 + 4 * m > size:
+                raise Irregular("frames past the end")
+            items = []
+            for at in range(start + 4, start + 4 + 4 * m, 4):
+                fpos = at + u32(buf, at)[0]
+                (filename, lineno, name, context), fo = frame_at(fpos)
+                key = (text(fpos + fo[0]) if filename is not None else "", lineno,
+                       text(fpos + fo[2]) if name is not None else "",
+                       text(fpos + fo[3]) if context is not None else "")
+                frame = frames.get(key)
+                if frame is None:
+                    frame = frames[key] = new_frame(key)
+                items.append(frame)
+            out.append(tuple(items))
+        return out
 
     def _instruction(self, pos: int, k: int) -> Instr:
         """`instruction` with compiled tables; anything unusual raises (see `values`)."""

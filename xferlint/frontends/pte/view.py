@@ -459,12 +459,21 @@ class _MethodBuilder:
         name_of = self.ids.__getitem__
         others = {pp.DELEGATE: self._delegate_node, pp.MOVE: self._move_node, pp.JUMP_FALSE: self._jump_node}
         kernel, alias, compute, copy_in = pp.KERNEL, OpKind.ALIAS, OpKind.COMPUTE, OpKind.H2D
-        locate = chain.stacktrace is not None or (c == 0 and bool(self.locations))
+        trace = chain.stacktrace or ()
+        locate = bool(trace) or (c == 0 and bool(self.locations))
         location = None
+        # one SourceLocation per distinct frame list: a model's lines each emit several instructions
+        sources: dict[tuple, Optional[SourceLocation]] = {}
         make = _NODE_NEW
         for k, ins in enumerate(chain.instructions):
             if locate:
-                location = _location(chain, k) or (self.locations.get(k) if c == 0 else None)
+                location = None
+                if k < len(trace):
+                    frames = trace[k]
+                    location = sources.get(frames, _UNSEEN)
+                    if location is _UNSEEN:
+                        location = sources[frames] = _location(frames)
+                location = location or (self.locations.get(k) if c == 0 else None)
             if ins.kind != kernel:
                 others.get(ins.kind, self._free_node)(ins, k, f"{head}{k}", location, scopes[k])
                 continue
@@ -655,11 +664,12 @@ def _scopes(chain: pp.Chain) -> list[str]:
 _LIBRARY_MARKERS = ("/site-packages/", "/dist-packages/", "/torch/", "/executorch/", "/xferlint/", "<")
 
 
-def _location(chain: pp.Chain, k: int) -> Optional[SourceLocation]:
-    """The innermost user frame of the instruction's stack trace (emit_stacktrace=True)."""
-    if chain.stacktrace is None or k >= len(chain.stacktrace):
-        return None
-    for frame in reversed(chain.stacktrace[k]):
+_UNSEEN = object()
+
+
+def _location(frames: tuple[pp.Frame, ...]) -> Optional[SourceLocation]:
+    """The innermost user frame of an instruction's stack trace (emit_stacktrace=True)."""
+    for frame in reversed(frames):
         path = frame.filename.replace(os.sep, "/")
         if not path or any(m in path for m in _LIBRARY_MARKERS) or frame.lineno < 1:
             continue
