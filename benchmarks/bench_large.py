@@ -23,6 +23,9 @@ benchmarks/out/large/):
   the method: the iterative dominators were quadratic there);
 - one-head: 100 / 1,000 / 10,000 backward jumps to one loop head;
 - short-loops: 1,000 / 10,000 / 100,000 loops of a host op and the jump that closes it;
+- traced-loops, traced-short-loops: loops and short-loops with a stack trace (a frame list
+  per instruction, as `emit_stacktrace=True` writes one), so that every finding is located:
+  issue 11's backward-jump case named `locate()` beside XF005;
 - in-place-dup: a buffer written in place and copied twice in every block, every block's
   result returned (XF004 and the fix trial were quadratic there), 1k / 10k / 100k instructions;
 - one-slot: one host slot written by a host op, copied to a delegate and written back by
@@ -83,6 +86,8 @@ def shapes() -> dict[str, tuple[str, list[int], Callable[[int], bytes]]]:
         "nested": ("loop", [100, 1_000, 10_000], sp.nested_loops),
         "one-head": ("jump", [100, 1_000, 10_000], sp.jumps_to_one_head),
         "short-loops": ("jump", [1_000, 10_000, 100_000], lambda n: sp.short_loops(n)),
+        "traced-loops": ("loop", [100, 1_000, 10_000], sp.traced_loops),
+        "traced-short-loops": ("jump", [1_000, 10_000, 100_000], sp.traced_short_loops),
         "in-place-dup": ("instruction", [1_000, 10_000, 100_000], lambda n: sp.in_place_duplicates(max(1, n // 6))),
         "one-slot": ("instruction", [1_000, 10_000, 100_000], lambda n: sp.one_slot(max(1, n // 4))),
         "outputs": ("output", [1_000, 10_000, 100_000], sp.output_round_trips),

@@ -26,7 +26,9 @@ serializer, not lowering) and cached under benchmarks/out/scaling/ (building is 
 - pte mutable buffers: one delegate staging 1k -> 100k buffers, each copied in, copied back
   and written back (an XF011 each; quadratic until 2026-12-05);
 - pte loops: 100 -> 10,000 `map`-shaped loops, each closed by a backward jump; pte short
-  loops: 1k -> 100k loops of one host op and the jump that closes it;
+  loops: 1k -> 100k loops of one host op and the jump that closes it; pte traced loops and
+  traced short loops: both with a stack trace, a frame list per instruction (every finding
+  located: `locate()` with many backward jumps);
 - pte nested loops: 100 -> 10,000 loops nested in one another; pte jumps to one head:
   100 -> 10,000 backward jumps to one loop head (dominators and dominance frontiers);
 - pte methods: 10 -> 1,000 methods.
@@ -234,6 +236,9 @@ def cases() -> list[Case]:
                  lambda s: s),
         pte_case("pte-loops", "loop", [100, 1_000, 10_000], [100, 1_000], "loops", lambda s: s),
         pte_case("pte-short-loops", "jump", [1_000, 10_000, 100_000], [1_000, 10_000], "short_loops", lambda s: s),
+        pte_case("pte-traced-loops", "loop", [100, 1_000, 10_000], [100, 1_000], "traced_loops", lambda s: s),
+        pte_case("pte-traced-short-loops", "jump", [1_000, 10_000, 100_000], [1_000, 10_000], "traced_short_loops",
+                 lambda s: s),
         pte_case("pte-nested-loops", "loop", [100, 1_000, 10_000], [100, 1_000], "nested_loops", lambda s: s),
         pte_case("pte-jumps-to-one-head", "jump", [100, 1_000, 10_000], [100, 1_000], "jumps_to_one_head",
                  lambda s: s),
