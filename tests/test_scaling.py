@@ -60,8 +60,10 @@ def test_synthetic_programs_are_valid_pte_files():
     (sp.wide_inputs, 500, 5_000),  # one XF007 about every input of a wide delegate (its detail named them all)
     (sp.short_loops, 500, 5_000),  # a backward jump every two instructions
     (sp.planned_ladder, 100, 1_000),  # no two tensors alike: each value read and built on its own
+    (sp.traced_loops, 50, 500),  # a stack trace per instruction: every finding located (locate())
+    (sp.traced_short_loops, 500, 5_000),  # frames read per instruction beside a jump every two
 ], ids=["in-place", "wide-delegate", "fan-out", "loops", "nested-loops", "jumps-to-one-head", "constant-chain",
-        "delegate-per-call", "wide-inputs", "short-loops", "planned-ladder"])
+        "delegate-per-call", "wide-inputs", "short-loops", "planned-ladder", "traced-loops", "traced-short-loops"])
 def test_work_per_unit_stays_flat(build, small, large):
     per_small = _calls(build(small)) / small
     per_large = _calls(build(large)) / large
@@ -176,6 +178,17 @@ def test_thousands_of_backward_jumps_give_every_finding_exactly():
     assert _counts(findings) == {"XF001": 1_999, "XF005": 2_000}
     facts = DeviceFacts.compute(method)
     assert facts._flow is not None and facts._flow.exact  # the sparse analysis, not the fallback
+
+
+def test_every_finding_of_a_traced_program_points_at_its_model_line():
+    """With a stack trace per instruction, each loop's findings point at the loop body's lines
+    in the model file, as many as without one."""
+    _, traced = _lint(sp.traced_loops(200))
+    _, plain = _lint(sp.loops(200))
+    assert _counts(traced) == _counts(plain) == {"XF001": 199, "XF005": 200}
+    assert all(f.location is not None and f.location.file == sp.TRACED_FILE and 20 <= f.location.line <= 29
+               for f in traced)
+    assert all(f.location is None for f in plain)
 
 
 @pytest.mark.parametrize("build", [sp.nested_loops, sp.jumps_to_one_head], ids=["nested-loops", "jumps-to-one-head"])
