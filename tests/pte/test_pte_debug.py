@@ -69,6 +69,9 @@ def test_etrecord_locates_pte_findings_like_the_graph(chain_with_etrecord):
     assert {f.location.line for f in located} >= {_line("LINE-ADD"), _line("LINE-SIN"), _line("LINE-OUT")}
     assert all(f.location.file == SOURCE for f in located)
     assert all(f.location is None for f in plain)  # without the ETRecord: method and instruction only
+    # one SourceLocation per distinct line: the instructions of one model line share it
+    where = list(read_etrecord(record)["forward"].values())
+    assert len({id(loc) for loc in where}) == len(set(where)) < len(where)
 
 
 def test_program_debug_handle_map_locates_pte_findings(chain_with_etrecord):

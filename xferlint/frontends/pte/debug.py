@@ -19,7 +19,7 @@ import json
 import os
 import re
 import zipfile
-from typing import Any, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
 from xferlint.analyzer.view import SourceLocation
 from xferlint.errors import InputError
@@ -62,6 +62,26 @@ def location_of(stack_trace: Optional[str]) -> Optional[SourceLocation]:
     return None
 
 
+_UNSEEN = object()
+
+
+def _locator() -> Callable[[Optional[str]], Optional[SourceLocation]]:
+    """`location_of`, once per distinct stack trace: the instructions of one model line (a
+    kernel and its copies, a delegate and the nodes it absorbed) repeat its trace, and one
+    SourceLocation serves them all."""
+    seen: dict[str, Optional[SourceLocation]] = {}
+
+    def locate(trace: Optional[str]) -> Optional[SourceLocation]:
+        if not trace:
+            return None
+        found = seen.get(trace, _UNSEEN)
+        if found is _UNSEEN:
+            found = seen[trace] = location_of(trace)
+        return found
+
+    return locate
+
+
 def _handles(entry: Any) -> list[int]:
     items = entry if isinstance(entry, list) else [entry]
     out = []
@@ -100,6 +120,7 @@ def _nodes_with_traces(doc: Any, depth: int = 0) -> Iterator[tuple[int, str]]:
 
 def _to_source_map(debug_handle_map: dict, traces: dict[str, dict[int, str]]) -> SourceMap:
     result: SourceMap = {}
+    locate = _locator()
     for method, instructions in debug_handle_map.items():
         if not isinstance(instructions, dict):
             continue
@@ -112,7 +133,7 @@ def _to_source_map(debug_handle_map: dict, traces: dict[str, dict[int, str]]) ->
                 continue
             # a delegate lists every node it absorbed; its result comes from the last one
             for handle in reversed(_handles(entry)):
-                loc = location_of(known.get(handle))
+                loc = locate(known.get(handle))
                 if loc is not None:
                     located[index] = loc
                     break
@@ -171,6 +192,7 @@ def source_map_of_program(program: Any) -> SourceMap:
     its original (pre-lowering) graph."""
     debug_handle_map = getattr(program, "debug_handle_map", None) or {}
     result: SourceMap = {}
+    locate = _locator()
     for method, instructions in debug_handle_map.items():
         try:
             gm = program.exported_program(method).graph_module
@@ -196,7 +218,7 @@ def source_map_of_program(program: Any) -> SourceMap:
                 traces = [originals.get(h) for h in reversed(_handles(list(entry)))]
             else:
                 traces = [kernels.get(index)]
-            loc = next((loc for loc in map(location_of, traces) if loc is not None), None)
+            loc = next((loc for loc in map(locate, traces) if loc is not None), None)
             if loc is not None:
                 located[index] = loc
         result[str(method)] = located
