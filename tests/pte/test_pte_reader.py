@@ -138,6 +138,19 @@ def test_stack_traces_come_through_the_compiled_tables_and_each_line_is_one_loca
     assert len({id(loc) for _, loc in located}) == 10
 
 
+def test_on_another_schema_stack_traces_are_compared_once_with_the_generated_accessors(monkeypatch):
+    """Where the installed schema is not the pinned one, the compiled stack-trace reader is
+    compared with the generated accessors on the first program's frames (then trusted)."""
+    from xferlint.frontends.pte import schema
+    from xferlint.testing import synthetic_pte as sp
+
+    monkeypatch.setattr(schema, "_PINNED", [False])
+    monkeypatch.setattr(pp, "_AGREED", set())
+    data = sp.traced_short_loops(40)
+    assert pp.read_program(data) == pp.read_program(data, fast=False)
+    assert "stacktrace" in pp.self_checked()[0]
+
+
 def _stacktrace_spans(data: bytes) -> list[tuple[int, int]]:
     """The [start, end) byte ranges of a one-plan program's stack trace: its vector, each
     frame list and frame (table and vtable) and each string. The serializer interleaves them

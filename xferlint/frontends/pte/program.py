@@ -458,7 +458,8 @@ class _Decoder:
             if frames is not None:
                 for j in range(self.count(frames.ItemsLength(), 4, "stacktrace frames")):
                     f = frames.Items(j)
-                    items.append(Frame(self.text(f.Filename()), f.Lineno(), self.text(f.Name()), self.text(f.Context())))
+                    items.append(Frame(self.text(f.Filename()), f.Lineno(), self.text(f.Name()),
+                                       self.text(f.Context())))
             lists.append(tuple(items))
         return lists
 
@@ -1097,7 +1098,8 @@ class _FastTables:
         except Exception:  # noqa: BLE001 - corrupt or unusual: the generated accessors decide
             d.budget = budget
             return None
-        checked = self._checked("stacktrace", (lists,), lambda: ((tuple(d.chain_stacktrace(chain, min(n, _AGREE_SAMPLE))),), (n,)))
+        sample = min(n, _AGREE_SAMPLE)
+        checked = self._checked("stacktrace", (lists,), lambda: ((tuple(d.chain_stacktrace(chain, sample)),), (n,)))
         if checked is None:
             d.budget = budget
             return None
