@@ -22,7 +22,7 @@ from pte_fuzz import fixable_mutants, lint_bytes, mutate
 from xferlint.frontends.pte.schema import generated
 
 FUZZ_CASES = 2500
-FUZZ_SOURCES = ["addsin-noelide", "cond-nested", "map-nested", "multi-output", "two-methods"]
+FUZZ_SOURCES = ["addsin-noelide", "cond-nested", "map-nested", "multi-output", "two-methods", "host-stacktrace"]
 
 
 def _patch(data: bytes, pos: int, value: int) -> bytes:
