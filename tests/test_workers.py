@@ -218,6 +218,65 @@ def test_progress_redraws_at_most_ten_times_a_second_and_shows_the_latest():
         assert _screen(stream.getvalue()) == "xferlint: 200/500 inputs, checking dir/p200.pte, 2 s"
 
 
+def test_progress_ticks_while_one_long_input_is_checked_and_stops_with_it():
+    """`ticking()`: while one input takes long (nothing calls `update`), the line is redrawn
+    from a thread with the elapsed time moving; the ticks end with the block."""
+    stream = io.StringIO()
+    with Progress(1, stream=stream, enabled=True, delay=0.0) as progress:
+        progress.update(0, ["big.pte"], action="checking")
+        drawn = stream.getvalue().count("\r")
+        with progress.ticking(interval=0.01):
+            time.sleep(1.2)
+        after = stream.getvalue()
+        assert after.count("\r") > drawn
+        assert re.fullmatch(r"xferlint: 0/1 inputs, checking big\.pte, [12] s", _screen(after))
+        time.sleep(0.1)
+        assert stream.getvalue() == after
+    assert _screen(stream.getvalue()) == ""
+
+
+_SLOW_FILE = r"""
+import sys, time
+import xferlint.workers.check as check
+real = check.check_entry
+def slow(*args, **kwargs):  # a program file that takes seconds to check, as 100,000 instructions do
+    time.sleep(1.6)
+    return real(*args, **kwargs)
+check.check_entry = slow
+from xferlint.cli import main
+sys.exit(main(["check", "--isolated", "-j", "1", "--format", "json", "-o", sys.argv[2], sys.argv[1]]))
+"""
+
+
+def test_one_long_program_file_shows_progress_on_a_terminal(tmp_path):
+    """A single `.pte` checked in this process for over a second: the progress line shows
+    it (no other input finishes meanwhile to redraw it), and is gone when the run ends."""
+    from xferlint.testing import synthetic_pte as sp
+
+    pte = tmp_path / "ladder.pte"
+    pte.write_bytes(sp.ladder(3))
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-c", _SLOW_FILE, pte.name, "out.json"],
+                            stdout=subprocess.PIPE, stderr=follower, cwd=tmp_path,
+                            env={**os.environ, "XFERLINT_NO_CACHE": "1"})
+    os.close(follower)
+    transcript = bytearray()
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:  # EIO: the run ended and closed the terminal
+            break
+        if not chunk:
+            break
+        transcript += chunk
+    os.close(leader)
+    assert proc.wait(timeout=120) == 1  # findings
+    shown = transcript.decode(errors="replace")
+    assert "xferlint: 0/1 inputs, checking ladder.pte, 1 s" in shown
+    assert _screen(shown).strip() == ""
+    assert json.loads((tmp_path / "out.json").read_text())["findings"]
+
+
 def test_progress_off_when_quiet_or_not_a_terminal():
     for kwargs in ({"quiet": True, "enabled": True}, {}):
         clock, stream = _Clock(), io.StringIO()  # StringIO is not a terminal

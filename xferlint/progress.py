@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Callable, Optional, Sequence, TextIO
+from contextlib import contextmanager
+from typing import Callable, Iterator, Optional, Sequence, TextIO
 
 from xferlint.console import terminal_columns
 
@@ -41,12 +42,23 @@ class Progress:
         self.shown = False
         self._last: Optional[tuple] = None
         self._drawn_at = -1.0
+        self._args: tuple = (0, (), "lowering")  # what `update` was last told: what a tick redraws
+        self._lock: Optional[object] = None  # while `ticking`: draws from two threads take turns
 
     def update(self, done: int, running: Sequence[str] = (), action: str = "lowering") -> None:
         """`done` of the inputs finished, `running` the ones in hand, being `action`
         (entry points are lowered; program files only read and checked)."""
         if not self.enabled:
             return
+        self._args = (done, tuple(running), action)
+        lock = self._lock
+        if lock is None:
+            self._draw(done, running, action)
+            return
+        with lock:
+            self._draw(done, running, action)
+
+    def _draw(self, done: int, running: Sequence[str], action: str) -> None:
         now = self.clock()
         elapsed = now - self.started
         if elapsed < self.delay:
@@ -72,11 +84,47 @@ class Progress:
 
     def clear(self) -> None:
         """Erase the line (before other output goes to the same terminal)."""
+        lock = self._lock
+        if lock is None:
+            self._erase()
+            return
+        with lock:
+            self._erase()
+
+    def _erase(self) -> None:
         if self.shown:
             self.stream.write(_ERASE)
             self.stream.flush()
             self.shown = False
             self._last = None
+
+    @contextmanager
+    def ticking(self, interval: float = 0.25) -> Iterator[None]:
+        """While the block runs, redraw what `update` was last told every `interval` seconds
+        (at most once a second while it stays the same: the elapsed time moves), from a
+        thread of its own: an input checked in this process can take seconds (a `.pte` of
+        100,000 instructions), and nothing else calls `update` until it is done. Nothing
+        when the display is off."""
+        if not self.enabled:
+            yield
+            return
+        import threading  # here: only a run with a terminal to draw on starts a thread
+
+        stop = threading.Event()
+        self._lock = threading.Lock()
+
+        def tick() -> None:
+            while not stop.wait(interval):
+                self.update(*self._args)
+
+        thread = threading.Thread(target=tick, name="xferlint-progress", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join()
+            self._lock = None
 
     def close(self) -> None:
         self.clear()

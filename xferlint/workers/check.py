@@ -106,14 +106,15 @@ def check_paths(paths: Iterable[str], rules: Sequence[Rule], *, strict: bool = F
                 here = _program_files_in_workers(here, spread, parts, rules, strict, source_map, timelines, template,
                                                  settle, progress, cache, read_back)
             check, new_part = _checker(rules, strict, source_map), lambda: _part(timelines, template)
-            for done, (i, slot) in enumerate(here, read_back):
-                progress.update(done, [slot.label], action="checking")
-                if cache is not None:  # checked and settled as a worker would, and kept
-                    got = check_file(slot, check, new_part, rules, strict, settle, cache)
-                    parts[i] = _from_partial(got, timelines, template, settled=True)
-                    continue
-                parts[i] = _part(timelines, template)
-                check_entry(parts[i], slot, rules, strict, source_map)
+            with progress.ticking():  # after the workers are forked: no thread runs across a fork
+                for done, (i, slot) in enumerate(here, read_back):
+                    progress.update(done, [slot.label], action="checking")
+                    if cache is not None:  # checked and settled as a worker would, and kept
+                        got = check_file(slot, check, new_part, rules, strict, settle, cache)
+                        parts[i] = _from_partial(got, timelines, template, settled=True)
+                        continue
+                    parts[i] = _part(timelines, template)
+                    check_entry(parts[i], slot, rules, strict, source_map)
         done = len(slots) - len(remote)  # and the inputs that did not expand
         if remote:  # only entry points need workers: a .pte-only run never imports the pool
             from xferlint.workers.pool import Task, run_tasks, write_stderr
