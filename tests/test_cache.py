@@ -5,6 +5,7 @@ report is the same byte for byte as without the cache; anything that changes the
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -325,6 +326,10 @@ def test_progress_counts_the_files_read_back(project, tmp_path, monkeypatch):
 
         def update(self, done, running=(), action="lowering"):
             seen.append(done)
+
+        @contextlib.contextmanager
+        def ticking(self):  # the real one redraws from a thread: this one only records
+            yield
 
         def clear(self):
             pass

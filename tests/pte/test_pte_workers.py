@@ -5,6 +5,7 @@ dies leaves its files to the parent; small runs stay in process."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -134,6 +135,10 @@ class _Recorded:
 
     def update(self, done, running=(), action="lowering"):
         self.updates.append((done, list(running), action))
+
+    @contextlib.contextmanager
+    def ticking(self):  # the real one redraws from a thread: this one only records
+        yield
 
     def clear(self):
         pass
