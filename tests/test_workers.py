@@ -235,6 +235,21 @@ def test_progress_ticks_while_one_long_input_is_checked_and_stops_with_it():
     assert _screen(stream.getvalue()) == ""
 
 
+def _read_terminal(leader: int) -> bytes:
+    """Everything written to a pseudo-terminal until the run on its other end closes it."""
+    transcript = bytearray()
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:  # EIO: the run ended and closed the terminal
+            break
+        if not chunk:
+            break
+        transcript += chunk
+    os.close(leader)
+    return bytes(transcript)
+
+
 _SLOW_FILE = r"""
 import sys, time
 import xferlint.workers.check as check
@@ -260,16 +275,7 @@ def test_one_long_program_file_shows_progress_on_a_terminal(tmp_path):
                             stdout=subprocess.PIPE, stderr=follower, cwd=tmp_path,
                             env={**os.environ, "XFERLINT_NO_CACHE": "1"})
     os.close(follower)
-    transcript = bytearray()
-    while True:
-        try:
-            chunk = os.read(leader, 4096)
-        except OSError:  # EIO: the run ended and closed the terminal
-            break
-        if not chunk:
-            break
-        transcript += chunk
-    os.close(leader)
+    transcript = _read_terminal(leader)
     assert proc.wait(timeout=120) == 1  # findings
     shown = transcript.decode(errors="replace")
     assert "xferlint: 0/1 inputs, checking ladder.pte, 1 s" in shown
@@ -415,16 +421,7 @@ def test_a_hanging_entry_point_times_out_and_progress_shows_on_a_terminal(xferli
     leader, follower = pty.openpty()
     tty = _start(xferlint_exe, "-j", "2", *args, cwd=ws, stderr=follower)
     os.close(follower)
-    transcript = bytearray()
-    while True:
-        try:
-            chunk = os.read(leader, 4096)
-        except OSError:  # EIO: the run ended and closed the terminal
-            break
-        if not chunk:
-            break
-        transcript += chunk
-    os.close(leader)
+    transcript = _read_terminal(leader)
     results = [_finish(plain), _finish(tty)]
     for code, out, _ in results:
         assert code == 2
