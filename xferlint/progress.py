@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 import time
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Callable, Iterator, Optional, Sequence, TextIO
 
 from xferlint.console import terminal_columns
@@ -20,6 +20,7 @@ _ERASE = "\r\x1b[K"
 # Seconds between two redraws: a directory of small programs finishes hundreds of inputs a
 # second, and redrawing for each would flood a (remote) terminal with lines nobody can read.
 _REDRAW = 0.1
+_NO_LOCK = nullcontext()  # reusable: it holds no state
 
 
 class Progress:
@@ -43,34 +44,28 @@ class Progress:
         self._last: Optional[tuple] = None
         self._drawn_at = -1.0
         self._args: tuple = (0, (), "lowering")  # what `update` was last told: what a tick redraws
-        self._lock: Optional[object] = None  # while `ticking`: draws from two threads take turns
+        # a lock while `ticking`: draws from two threads take turns; with one thread, none
+        self._lock: AbstractContextManager = _NO_LOCK
 
     def update(self, done: int, running: Sequence[str] = (), action: str = "lowering") -> None:
         """`done` of the inputs finished, `running` the ones in hand, being `action`
         (entry points are lowered; program files only read and checked)."""
         if not self.enabled:
             return
-        self._args = (done, tuple(running), action)
-        lock = self._lock
-        if lock is None:
-            self._draw(done, running, action)
-            return
-        with lock:
-            self._draw(done, running, action)
-
-    def _draw(self, done: int, running: Sequence[str], action: str) -> None:
-        now = self.clock()
-        elapsed = now - self.started
-        if elapsed < self.delay:
-            return
-        since = now - self._drawn_at
-        state = (done, tuple(running), action, int(elapsed))
-        if (state == self._last and since < 1.0) or (self.shown and since < _REDRAW):
-            return
-        self._last, self._drawn_at = state, now
-        self.stream.write(_ERASE + self._fit(self.line(done, running, elapsed, action)))
-        self.stream.flush()
-        self.shown = True
+        args = self._args = (done, tuple(running), action)
+        with self._lock:
+            now = self.clock()
+            elapsed = now - self.started
+            if elapsed < self.delay:
+                return
+            since = now - self._drawn_at
+            state = (*args, int(elapsed))
+            if (state == self._last and since < 1.0) or (self.shown and since < _REDRAW):
+                return
+            self._last, self._drawn_at = state, now
+            self.stream.write(_ERASE + self._fit(self.line(done, running, elapsed, action)))
+            self.stream.flush()
+            self.shown = True
 
     def line(self, done: int, running: Sequence[str], elapsed: float, action: str = "lowering") -> str:
         text = f"xferlint: {done}/{self.total} inputs"
@@ -84,19 +79,12 @@ class Progress:
 
     def clear(self) -> None:
         """Erase the line (before other output goes to the same terminal)."""
-        lock = self._lock
-        if lock is None:
-            self._erase()
-            return
-        with lock:
-            self._erase()
-
-    def _erase(self) -> None:
-        if self.shown:
-            self.stream.write(_ERASE)
-            self.stream.flush()
-            self.shown = False
-            self._last = None
+        with self._lock:
+            if self.shown:
+                self.stream.write(_ERASE)
+                self.stream.flush()
+                self.shown = False
+                self._last = None
 
     @contextmanager
     def ticking(self, interval: float = 0.25) -> Iterator[None]:
@@ -124,7 +112,7 @@ class Progress:
         finally:
             stop.set()
             thread.join()
-            self._lock = None
+            self._lock = _NO_LOCK
 
     def close(self) -> None:
         self.clear()
