@@ -272,7 +272,7 @@ def test_one_long_program_file_shows_progress_on_a_terminal(tmp_path):
     pte.write_bytes(sp.ladder(3))
     leader, follower = pty.openpty()
     proc = subprocess.Popen([sys.executable, "-c", _SLOW_FILE, pte.name, "out.json"],
-                            stdout=subprocess.PIPE, stderr=follower, cwd=tmp_path,
+                            stdout=subprocess.DEVNULL, stderr=follower, cwd=tmp_path,
                             env={**os.environ, "XFERLINT_NO_CACHE": "1"})
     os.close(follower)
     transcript = _read_terminal(leader)
