@@ -343,6 +343,9 @@ FILES = {
     "interrupt.py": "raise KeyboardInterrupt\nprogram = None\n",
     "interrupted.py": "def program():\n    raise KeyboardInterrupt\n",
     "raises.py": "def program():\n    raise ValueError('no model today')\n",
+    # the user's exception cannot say what it is: still their error, not xferlint's
+    "unprintable.py": "class Odd(Exception):\n    def __str__(self):\n        raise RuntimeError\n"
+                      "def program():\n    raise Odd()\n",
     "segfault.py": "import ctypes\nctypes.string_at(0)\nprogram = None\n",
     # What the OOM killer does to a process, without filling a shared machine's memory.
     "oom.py": "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\nprogram = None\n",
@@ -355,6 +358,8 @@ BAD = {  # input -> what its one error line says
     "interrupt.py:program": "importing it raised KeyboardInterrupt (at interrupt.py:1)",
     "interrupted.py:program": "calling `program` raised KeyboardInterrupt (at interrupted.py:2)",
     "raises.py:program": "ValueError: no model today",
+    "unprintable.py:program": "calling `program` raised Odd (whose message could not be read: its __str__ raised) "
+                              "(at unprintable.py:5)",
     "segfault.py:program": "crashed (SIGSEGV)",
     "oom.py:program": "killed (SIGKILL",
 }

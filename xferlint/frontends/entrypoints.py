@@ -214,7 +214,12 @@ def _user_frame(exc: BaseException, file: Optional[str]) -> str:
 
 
 def _describe(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
+    from xferlint.frontends.known_failures import message_of
+
+    message = message_of(exc)
+    if message is None:
+        return f"{type(exc).__name__} (whose message could not be read: its __str__ raised)"
+    text = message.strip().splitlines()
     first = text[0] if text else ""
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
@@ -313,7 +318,7 @@ def resolve(obj: Any, entry: EntryPoint, name: str, depth: int = 0) -> list[Prog
             raise InterruptedInput(f"{entry.label}: calling `{name}` raised KeyboardInterrupt"
                                    f"{_user_frame(exc, entry.file)}") from exc
         except TypeError as exc:
-            if "argument" in str(exc) and exc.__traceback__ is not None and exc.__traceback__.tb_next is None:
+            if "argument" in _describe(exc) and exc.__traceback__ is not None and exc.__traceback__.tb_next is None:
                 raise InputError(f"{entry.label}: `{name}` must take no arguments ({_describe(exc)})") from None
             raise InputError(f"{entry.label}: calling `{name}` raised {_describe(exc)}{_user_frame(exc, entry.file)}") from None
         except BaseException as exc:  # noqa: BLE001

@@ -60,10 +60,19 @@ def _chain(exc: BaseException) -> Iterator[BaseException]:
         current = current.__cause__ or current.__context__
 
 
+def message_of(exc: BaseException) -> Optional[str]:
+    """`str(exc)`, or None where the user's exception cannot say what it is (its `__str__`
+    raises): the error line then blames their exception, not xferlint."""
+    try:
+        return str(exc)
+    except Exception:  # noqa: BLE001 - any failure of the user's own __str__
+        return None
+
+
 def match(exc: BaseException) -> Optional[KnownFailure]:
     """The known failure `exc` (or one of its causes) is, if any."""
     for link in _chain(exc):
-        text = str(link).strip()
+        text = (message_of(link) or "").strip()
         for known in KNOWN_FAILURES:
             if type(link).__name__ == known.exception and re.search(known.pattern, text, flags=re.MULTILINE):
                 return known
