@@ -261,6 +261,31 @@ def test_fifos_devices_and_sparse_files_are_refused_without_reading_them(tmp_pat
     assert [loaded.view.input for loaded in run.loaded] == [str(inside / "good.pte")]
 
 
+def test_dangling_and_looping_links_say_so(tmp_path, pte_bytes):
+    """A symbolic link that leads nowhere is listed by `ls`: its one line says it is a link
+    to nothing, not that there is no such file; a truly missing path says that."""
+    from xferlint.errors import InputError
+    from xferlint.frontends.files import read_input
+    from xferlint.pipeline import check_paths
+    from xferlint.selection import select_rules
+
+    (tmp_path / "dangling.pte").symlink_to(tmp_path / "gone.pte")
+    (tmp_path / "a.pte").symlink_to(tmp_path / "b.pte")
+    (tmp_path / "b.pte").symlink_to(tmp_path / "a.pte")
+    (tmp_path / "good.pte").write_bytes(pte_bytes("addsin-noelide"))
+    names = ("dangling.pte", "a.pte", "missing.pte", "good.pte")
+    run = check_paths([str(tmp_path / n) for n in names], select_rules())
+    messages = {os.path.basename(e.input): e.message for e in run.errors}
+    assert set(messages) == set(names[:3])
+    for name in ("dangling.pte", "a.pte"):
+        assert messages[name].endswith("a symbolic link to nothing (its target is missing, or the links go round "
+                                       "in a loop)"), messages[name]
+    assert messages["missing.pte"].endswith(": no such file")
+    assert [loaded.view.input for loaded in run.loaded] == [str(tmp_path / "good.pte")]
+    with pytest.raises(InputError, match="a.pte: a symbolic link to nothing"):  # a reader given the path itself
+        read_input(str(tmp_path / "a.pte"), "a.pte", what="a .pte file", limit=1 << 20)
+
+
 def test_an_etrecord_that_is_no_regular_file_is_one_line(tmp_path):
     from xferlint.errors import InputError
     from xferlint.frontends.pte.debug import read_etrecord

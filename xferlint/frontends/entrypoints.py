@@ -19,6 +19,7 @@ from typing import Any, Iterator, Optional
 
 from xferlint.errors import InputError, InterruptedInput
 from xferlint.frontends import is_program_object
+from xferlint.frontends.files import missing
 from xferlint.frontends.discovery import Discovery, walk
 from xferlint.records import dataclass
 
@@ -141,7 +142,7 @@ def expand(spec: str, discovery: Optional[Discovery] = None) -> list[EntryPoint]
     base, attr = _split_attr(spec)
     if base.endswith((".py",) + PROGRAM_SUFFIXES) or os.sep in base or os.path.exists(base):
         if not os.path.exists(base):
-            raise InputError(f"{spec}: no such file")
+            raise missing(spec, base)
         if os.path.isdir(base):
             raise InputError(f"{spec}: a directory cannot take an attribute")
         if base.endswith(PROGRAM_SUFFIXES):

@@ -59,9 +59,17 @@ def _read_exactly(fd: int, count: int) -> bytes:
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
-def _input_error(label: str, what: str, exc: OSError) -> InputError:
-    if isinstance(exc, FileNotFoundError):
-        return InputError(f"{label}: no such file")
+def missing(label: str, path: str) -> InputError:
+    """The error for a path that leads to no file: a dangling or looping symbolic link
+    says so (`ls` lists it, so "no such file" would puzzle)."""
+    if os.path.islink(path):
+        return InputError(f"{label}: a symbolic link to nothing (its target is missing, or the links go round in a loop)")
+    return InputError(f"{label}: no such file")
+
+
+def _input_error(label: str, what: str, exc: OSError, path: str = "") -> InputError:
+    if isinstance(exc, FileNotFoundError) or exc.errno == errno.ELOOP:
+        return missing(label, path)
     if isinstance(exc, IsADirectoryError):
         return InputError(f"{label}: is a directory, not {what}")
     if isinstance(exc, PermissionError):
@@ -77,7 +85,7 @@ def check_regular(path: str, label: str, *, what: str, limit: int) -> int:
     try:
         fd, size = open_regular(path)
     except OSError as exc:
-        raise _input_error(label, what, exc) from None
+        raise _input_error(label, what, exc, path) from None
     os.close(fd)
     if size > limit:
         raise InputError(f"{label}: {size} bytes is larger than any {what} xferlint reads ({limit} bytes)")
@@ -95,7 +103,7 @@ def read_input(path: str, label: str, *, what: str, limit: int, header: int = 0,
     try:
         fd, size = open_regular(path)
     except OSError as exc:
-        raise _input_error(label, what, exc) from None
+        raise _input_error(label, what, exc, path) from None
     try:
         if size > limit:
             raise InputError(f"{label}: {size} bytes is larger than any {what} xferlint reads ({limit} bytes)")
