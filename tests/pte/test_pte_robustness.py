@@ -20,6 +20,7 @@ import pytest
 
 from pte_fuzz import fixable_mutants, lint_bytes, mutate
 from xferlint.frontends.pte.schema import generated
+from xferlint.testing import synthetic_pte
 
 FUZZ_CASES = 2500
 FUZZ_SOURCES = ["addsin-noelide", "cond-nested", "map-nested", "multi-output", "two-methods", "host-stacktrace"]
@@ -53,6 +54,9 @@ def _field_pos(table, vtable_offset: int) -> int:
     return tab.Pos + offset
 
 
+_bare = synthetic_pte.ladder(50)  # a program as a serializer writes it without segments
+
+
 def _cases(pte_bytes):
     noelide = pte_bytes("addsin-noelide")
     cond = pte_bytes("cond-nested")
@@ -71,6 +75,9 @@ def _cases(pte_bytes):
         "old schema": (noelide[:4] + b"ET09" + noelide[8:], "schema version ET09"),
         "truncated program": (noelide[: len(noelide) // 3], "truncated"),
         "truncated segments": (noelide[:-40], "truncated"),
+        # no extended header to give the size away: a read past the end says what it means
+        "truncated flatbuffer": (_bare[: len(_bare) // 2], "truncated or corrupt: execution_plan[0] points past the "
+                                 f"program's end at byte {len(_bare) // 2} (cut short when copied or downloaded?)"),
         "value index out of range": (_patch(noelide, _kernel_args_pos(noelide, 0), 9999),
                                      "refers to value 9999"),
         "negative value index": (_patch(noelide, _kernel_args_pos(noelide, 0), -7), "refers to value -7"),
@@ -84,6 +91,7 @@ def _cases(pte_bytes):
 
 
 CASE_NAMES = ["empty", "tiny", "wrong magic", "zip", "old schema", "truncated program", "truncated segments",
+              "truncated flatbuffer",
               "value index out of range", "negative value index", "operator index out of range",
               "delegate index out of range", "huge value count", "jump out of range", "root offset out of range"]
 

@@ -13,6 +13,7 @@ not overlap vectors), and anything the generated accessors raise on garbage beco
 `PteFormatError` that names where in the program it happened.
 """
 
+import re
 import struct
 from functools import partial
 from itertools import chain as _chain, compress
@@ -1373,6 +1374,10 @@ def _validate_plan(plan: Plan) -> None:
             )
 
 
+# struct's words for a read past the end of the buffer
+_SHORT = re.compile(r"requires a buffer of at least (\d+) bytes.*actual buffer size is (\d+)")
+
+
 def read_program(data: bytes, fast: bool = True) -> PteProgram:
     """Decode and validate a whole `.pte` (raises PteFormatError, one line, on bad input).
 
@@ -1388,5 +1393,9 @@ def read_program(data: bytes, fast: bool = True) -> PteProgram:
     except RecursionError:
         raise PteFormatError(f"corrupt flatbuffer: {decoder.where}: tables nest without end") from None
     except Exception as exc:  # noqa: BLE001 - garbage makes the generated accessors raise anything
+        short = _SHORT.search(str(exc))
+        if short is not None and int(short[1]) > int(short[2]):  # a read past the end: the file was cut
+            raise PteFormatError(f"truncated or corrupt: {decoder.where} points past the program's end at byte {short[2]} "
+                                 "(cut short when copied or downloaded?)") from None
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise PteFormatError(f"corrupt flatbuffer: {decoder.where}: {detail}") from None
