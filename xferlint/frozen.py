@@ -73,10 +73,11 @@ class Frozen:
 
     def renamed(self, pairs) -> dict:
         """`{ident: replace(proto, id=ident)}` over `(ident, proto)` pairs, in one loop (a
-        method's every value: a call with keywords each cost as much as the object)."""
+        method's every value: a call with keywords each cost as much as the object). A
+        proto that already has its id is taken as it is (immutable: nothing else holds it)."""
         if self.slotted is not None:
             like = self.slotted[1]
-            return {ident: like(proto, {"id": ident}) for ident, proto in pairs}
+            return {ident: proto if proto.id is ident else like(proto, {"id": ident}) for ident, proto in pairs}
         if not self.direct:
             return {ident: replace(proto, id=ident) for ident, proto in pairs}
         new, cls = object.__new__, self.cls

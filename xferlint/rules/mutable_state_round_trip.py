@@ -242,15 +242,16 @@ class MutableStateRoundTrip(Rule):
         where = f" (written at line {location.line}: `{location.code}`)" if location and location.code else ""
         symbolic = (" (the shapes are symbolic: the bytes are known only at run time)"
                     if None in (to_device, back) else "")
-        total = ctx.copies_bytes(list(state.h2ds) + list(state.d2hs))
-        message = (f"mutable buffer {name} round-trips cpu -> {state.device} -> cpu: "
-                   f"{format_bytes(total)} per call")
+        # the copies' bytes, each once: the H2Ds and D2Hs are distinct nodes (`copies_bytes` of both)
+        total = None if to_device is None or back is None or not (state.h2ds or state.d2hs) else to_device + back
+        device = ctx.device_text(state.device)  # once: the texts name it four times
+        message = f"mutable buffer {name} round-trips cpu -> {device} -> cpu: {format_bytes(total)} per call"
         detail = (
-            f"buffer {name}{where} is state the {state.device} partition does not own: {delegates} reads it "
+            f"buffer {name}{where} is state the {device} partition does not own: {delegates} reads it "
             f"through {len(state.h2ds)} H2D and returns its new value through {len(state.d2hs)} D2H, written "
-            f"back into host memory, moving {format_bytes(to_device)} to {state.device} and "
+            f"back into host memory, moving {format_bytes(to_device)} to {device} and "
             f"{format_bytes(back)} back on every call{symbolic}. Let the device partition own it "
-            f"(`tag_mutated_buffer` in the partitioner), or keep it caller-owned on {state.device} as a method "
+            f"(`tag_mutated_buffer` in the partitioner), or keep it caller-owned on {device} as a method "
             f"input/output with `skip_h2d_for_method_inputs`/`skip_d2h_for_method_outputs` and unplanned graph "
             f"I/O (`MemoryPlanningPass(alloc_graph_input=False, alloc_graph_output=False)`)."
         )

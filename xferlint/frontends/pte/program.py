@@ -522,6 +522,7 @@ _COMPARISONS = [0]  # how many comparisons this process ran (tests read it)
 _NULL_VALUE = EValueInfo(NULL)
 _new_instr = partial(tuple.__new__, Instr)  # Instr from all its fields, without the generated __new__
 _new_tensor_info = partial(tuple.__new__, TensorInfo)
+_new_evalue = partial(tuple.__new__, EValueInfo)
 
 
 def _tensor_info(key: tuple) -> TensorInfo:
@@ -899,8 +900,8 @@ class _FastTables:
         """The one EValueInfo of a tensor's raw fields (`_tensor`'s key), shared by the
         element-by-element reader and the templates."""
         ev = self._tensors.get(key)
-        if ev is None:
-            ev = self._tensors[key] = EValueInfo(TENSOR, tensor=_tensor_info(key))
+        if ev is None:  # every field in order (see `_tensor_info`): one per distinct tensor
+            ev = self._tensors[key] = _new_evalue((TENSOR, _tensor_info(key), None, ()))
         return ev
 
     def evalue(self, pos: int, i: int) -> EValueInfo:
@@ -1286,7 +1287,9 @@ def _items_ok(ev: EValueInfo, n_values: int) -> bool:
     return True
 
 
-_KIND, _INDEX, _ARGS = itemgetter(0), itemgetter(1), itemgetter(2)  # Instr fields
+_KIND, _INDEX, _ARGS = itemgetter(0), itemgetter(1), itemgetter(2)  # Instr fields (and EValueInfo.kind)
+_TENSOR, _MEMORY_ID = itemgetter(1), itemgetter(3)  # EValueInfo.tensor, TensorInfo.memory_id
+_LIST_KINDS = frozenset({TENSOR_LIST, OPT_TENSOR_LIST})
 _NOT_CALLS = frozenset({MOVE, JUMP_FALSE, FREE})
 
 
@@ -1328,7 +1331,9 @@ def _validate_plan(plan: Plan) -> None:
     # The reader interns equal values: the value checks run on the distinct objects, and in
     # value order (to name the first bad one) only when one of those fails.
     distinct = dict(zip(map(id, plan.values), plan.values)).values()
-    if not all(_items_ok(ev, n_values) for ev in distinct):
+    # kinds and memory ids gathered in C (itemgetter); a test per value only for the lists
+    lists = _LIST_KINDS.intersection(map(_KIND, distinct))
+    if lists and not all(_items_ok(ev, n_values) for ev in distinct if ev.kind in lists):
         for i, ev in enumerate(plan.values):
             if ev.kind in (TENSOR_LIST, OPT_TENSOR_LIST):
                 for item in ev.items:
@@ -1362,8 +1367,8 @@ def _validate_plan(plan: Plan) -> None:
                 f"but there are {len(plan.buffer_sizes)}"
             )
     n_buffers = len(plan.buffer_sizes)
-    if all(ev.tensor is None or ev.tensor.memory_id is None or 0 <= ev.tensor.memory_id < n_buffers
-           for ev in distinct):
+    memory_ids = [m for m in map(_MEMORY_ID, filter(None, map(_TENSOR, distinct))) if m is not None]
+    if not memory_ids or (min(memory_ids) >= 0 and max(memory_ids) < n_buffers):
         return
     for i, ev in enumerate(plan.values):
         t = ev.tensor

@@ -29,6 +29,7 @@ several chains), so findings locate as `model.pte:forward:instr 12 (aten::cos.ou
 """
 
 import os
+from collections import Counter
 from functools import cached_property, lru_cache
 from itertools import chain as _chain, compress, count, repeat
 from operator import attrgetter, itemgetter
@@ -199,6 +200,7 @@ def delegate_io(plan: pp.Plan, args: tuple[int, ...], seen: set[int], fixed: set
 
 
 _VALUE = Frozen(Value)
+_VALUE_NEW = fast_constructor(Value)
 _PLACEMENT = Frozen(Placement)
 # Node(**fields) without its generated __init__: each slot set through its descriptor, in
 # straight-line code (a method of 100,000 instructions makes 100,000 nodes)
@@ -292,19 +294,27 @@ class _MethodBuilder:
         constant: set[int] = set()  # ids of those with a CONSTANT node (unless an input)
         state: set[int] = set()  # ids of those that hold data before the first instruction
         lists: set[int] = set()  # ids of (optional) tensor lists
+        # A real memory plan gives most tensors bytes of their own, so most tensor infos are
+        # one value's: that value is built with its id at once, not as a copy renamed later.
+        uses = Counter(keys)
+        index_of = dict(zip(keys, range(len(keys))))  # the (last) value of each object
+        ids, inputs = self.ids, self.input_set
         for key, ev in dict(zip(keys, values)).items():
             if ev.tensor is None:
                 proto_of[key] = plain
                 if ev.kind in _LIST_KINDS:
                     lists.add(key)
                 continue
-            proto_of[key], is_constant, holds = self._tensor_kind(ev.tensor, False)
+            i = index_of[key]
+            if uses[key] == 1 and i not in inputs:
+                proto_of[key], is_constant, holds = self._tensor_kind(ev.tensor, False, ids[i])
+            else:
+                proto_of[key], is_constant, holds = self._tensor_kind(ev.tensor, False)
             if is_constant:
                 constant.add(key)
             if holds:
                 state.add(key)
         protos = list(map(proto_of.__getitem__, keys))  # per value, the Value it is a renamed copy of
-        inputs = self.input_set
         as_input: dict[int, Value] = {}
         for i in inputs:
             t = values[i].tensor
@@ -321,21 +331,26 @@ class _MethodBuilder:
             self.state.extend(compress(count(), map(state.__contains__, keys)))
         return _VALUE.renamed(zip(self.ids, protos))
 
-    def _tensor_kind(self, t: pp.TensorInfo, is_input: bool) -> tuple[Value, bool, bool]:
+    def _tensor_kind(self, t: pp.TensorInfo, is_input: bool, ident: str = "") -> tuple[Value, bool, bool]:
         """(a Value with the tensor's metadata and the id "", whether it gets a CONSTANT node,
-        whether it holds data before the first instruction), once per equal tensor info."""
+        whether it holds data before the first instruction), once per equal tensor info.
+        With `ident`, the Value of the one value that has this info: its id is `ident`, and
+        it is not kept for others."""
         key = (t, is_input)
-        found = self._kinds.get(key)
+        found = None if ident else self._kinds.get(key)
         if found is None:
             constant = t.data_buffer_idx > 0 or t.external
-            found = self._kinds[key] = (_VALUE.whole(self._tensor_fields(t, is_input)), constant and not is_input,
-                                        constant or bool(t.planned and t.fqn))
+            found = (self._tensor_value(t, is_input, ident), constant and not is_input,
+                     constant or bool(t.fqn and t.memory_id is not None))
+            if not ident:
+                self._kinds[key] = found
         return found
 
-    def _tensor_fields(self, t: pp.TensorInfo, is_input: bool) -> dict:
-        """A tensor value's fields, id "" first, in declaration order (`Frozen.whole`). Where
-        every tensor has bytes of its own (a real memory plan), tensor infos rarely repeat, but
-        their shapes do: the TensorMeta is shared per shape, dtype and dynamism."""
+    def _tensor_value(self, t: pp.TensorInfo, is_input: bool, ident: str) -> Value:
+        """A tensor value, built by keyword in one call (a dict handed to a constructor cost a
+        fifth more). Where every tensor has bytes of its own (a real memory plan), tensor infos
+        rarely repeat, but their shapes do: the TensorMeta is shared per shape, dtype and
+        dynamism."""
         meta_key = (t.sizes, t.scalar_type, t.dynamism)
         shaped = self._metas.get(meta_key)
         if shaped is None:
@@ -344,22 +359,19 @@ class _MethodBuilder:
         constant = None
         if t.data_buffer_idx > 0 or t.external:
             constant = t.fqn or f"constant {t.data_buffer_idx}"
-        elif t.fqn and t.planned:
+        planned = t.memory_id is not None  # `t.planned`, without the property call
+        if constant is None and t.fqn and planned:
             constant = t.fqn  # a mutable buffer's name (emit_mutable_buffer_names=True)
         tag = device_of(t.device_type, t.device_index)
         start = self._start_device(t, tag, is_input)
-        planned = t.planned
-        return {
-            "id": "",
-            "tensor": meta,
-            "declared_device": start,
-            "constant_name": constant,
+        return _VALUE_NEW(
+            id=ident, tensor=meta, declared_device=start, constant_name=constant,
             # devices are interned: `is` first (a Device compares in Python)
-            "spec_device": tag if start is not tag and start != tag else None,
-            "mutable": planned and (t.data_buffer_idx > 0 or bool(t.fqn)),
-            "placement": _PLACEMENT.whole({"buffer": t.memory_id, "offset": t.memory_offset or 0, "nbytes": nbytes})
+            spec_device=tag if start is not tag and start != tag else None,
+            mutable=planned and (t.data_buffer_idx > 0 or bool(t.fqn)),
+            placement=_PLACEMENT.whole({"buffer": t.memory_id, "offset": t.memory_offset or 0, "nbytes": nbytes})
             if planned else None,
-        }
+        )
 
     def _start_device(self, t: pp.TensorInfo, tag: Device, is_input: bool) -> Device:
         """Where a method input or constant really starts (as the graph frontend decides it
