@@ -39,7 +39,15 @@ benchmarks/out/large/):
 - one-call: one input copied 1k / 10k / 100k times, every copy an argument of one delegate
   call and all in one slot (XF004 for each copy after the first; the fix trial scanned the
   first copy's conflicts and the call's arguments per fix, quadratic until 2026-12-06);
-- methods: 10 / 100 / 1,000 methods.
+- methods: 10 / 100 / 1,000 methods;
+- round-trip-chain: 1k / 10k / 100k cuda:0 delegates in a row, every boundary a D2H and an
+  H2D straight back (an XF001 each: PropagateDevicePass without its same-device elision);
+  planned-chain: the same with every tensor in bytes of its own (a real memory plan);
+- host-fan-in: one delegate's 1k / 10k / 100k results copied to host and joined by one host
+  op, back to a second delegate (one XF005 with that many D2Hs);
+- alias-chain: one H2D, then 1k / 10k / 100k views of views on cuda:0, then one D2H;
+- returned-copies: a delegate's result copied to host 1k / 10k / 100k times, every copy
+  returned (an XF004 for each after the first, its fix unsafe).
 
 Per size: wall and CPU medians of both tools (fresh processes, alternating, one warm-up
 each, as in bench_pte.py) and xferlint's CPU per unit; per shape, CPU per unit at the
@@ -95,6 +103,11 @@ def shapes() -> dict[str, tuple[str, list[int], Callable[[int], bytes]]]:
         "constant-chain": ("host op", [1_000, 10_000, 100_000], sp.constant_chain),
         "one-call": ("argument", [1_000, 10_000, 100_000], sp.copies_into_one_call),
         "methods": ("method", [10, 100, 1_000], sp.methods),
+        "round-trip-chain": ("delegate", [1_000, 10_000, 100_000], sp.round_trip_chain),
+        "planned-chain": ("delegate", [1_000, 10_000, 100_000], lambda n: sp.round_trip_chain(n, own_bytes=True)),
+        "host-fan-in": ("result", [1_000, 10_000, 100_000], sp.host_fan_in),
+        "alias-chain": ("view", [1_000, 10_000, 100_000], sp.device_alias_chain),
+        "returned-copies": ("copy", [1_000, 10_000, 100_000], lambda n: sp.returned_copies(n)),
     }
 
 

@@ -31,7 +31,11 @@ serializer, not lowering) and cached under benchmarks/out/scaling/ (building is 
   located: `locate()` with many backward jumps);
 - pte nested loops: 100 -> 10,000 loops nested in one another; pte jumps to one head:
   100 -> 10,000 backward jumps to one loop head (dominators and dominance frontiers);
-- pte methods: 10 -> 1,000 methods.
+- pte methods: 10 -> 1,000 methods;
+- pte round-trip chain: 1k -> 100k delegates in a row, every boundary a round trip through
+  the host (an XF001 each); pte host fan-in: one delegate's 1k -> 100k results joined by one
+  host op (one XF005 with that many D2Hs); pte alias chain: 1k -> 100k views of views on
+  cuda:0 between one H2D and one D2H.
 
 Graph programs: the synthetic edge graph of bench_analysis.py after ExecuTorch's
 PropagateDevicePass (10k -> 100k FX nodes; `--graph-sizes` for more) and its fan-out graph
@@ -243,6 +247,11 @@ def cases() -> list[Case]:
         pte_case("pte-jumps-to-one-head", "jump", [100, 1_000, 10_000], [100, 1_000], "jumps_to_one_head",
                  lambda s: s),
         pte_case("pte-methods", "method", [10, 100, 1_000], [10, 100], "methods", lambda s: s),
+        pte_case("pte-round-trip-chain", "delegate", [1_000, 10_000, 100_000], [1_000, 10_000], "round_trip_chain",
+                 lambda s: s),
+        pte_case("pte-host-fan-in", "result", [1_000, 10_000, 100_000], [1_000, 10_000], "host_fan_in", lambda s: s),
+        pte_case("pte-alias-chain", "view", [1_000, 10_000, 100_000], [1_000, 10_000], "device_alias_chain",
+                 lambda s: s),
         fx_case("graph", GRAPH_SIZES, [10_000, 100_000], fanout=False),
         fx_case("graph-fan-out", [5_000, 20_000, 40_000], [5_000, 20_000], fanout=True),
         view_case(),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import cProfile
 import pstats
+from functools import partial
 
 import pytest
 
@@ -62,8 +63,12 @@ def test_synthetic_programs_are_valid_pte_files():
     (sp.planned_ladder, 100, 1_000),  # no two tensors alike: each value read and built on its own
     (sp.traced_loops, 50, 500),  # a stack trace per instruction: every finding located (locate())
     (sp.traced_short_loops, 500, 5_000),  # frames read per instruction beside a jump every two
+    (sp.round_trip_chain, 200, 2_000),  # a round trip at every delegate boundary (an XF001 each)
+    (sp.host_fan_in, 500, 5_000),  # one host op joining thousands of D2Hs (one XF005 naming them)
+    (sp.device_alias_chain, 500, 5_000),  # views of views: each value's origin through the chain
 ], ids=["in-place", "wide-delegate", "fan-out", "loops", "nested-loops", "jumps-to-one-head", "constant-chain",
-        "delegate-per-call", "wide-inputs", "short-loops", "planned-ladder", "traced-loops", "traced-short-loops"])
+        "delegate-per-call", "wide-inputs", "short-loops", "planned-ladder", "traced-loops", "traced-short-loops",
+        "round-trip-chain", "host-fan-in", "alias-chain"])
 def test_work_per_unit_stays_flat(build, small, large):
     per_small = _calls(build(small)) / small
     per_large = _calls(build(large)) / large
@@ -97,7 +102,8 @@ def _decide_fixes(data: bytes):
     (sp.delegates_ladder, 100, 1_000),  # the same, a delegate (and its blob) per call
     (sp.output_round_trips, 100, 1_000),  # n live ranges across the same n nodes (the walk budget)
     (sp.dead_copies, 100, 1_000),  # each dead D2H feeds the rest of the chain (the planners' budget)
-], ids=["in-place-duplicates", "ladder", "delegate-per-call", "output-round-trips", "dead-copies"])
+    (partial(sp.round_trip_chain, own_bytes=True), 100, 1_000),  # every round trip's fix applied and proved
+], ids=["in-place-duplicates", "ladder", "delegate-per-call", "output-round-trips", "dead-copies", "planned-chain"])
 def test_fix_decisions_stay_flat(build, small, large):
     def calls(data: bytes) -> int:
         profile = cProfile.Profile()

@@ -525,6 +525,48 @@ def dead_copies(count: int) -> bytes:
 
 
 @lru_cache(maxsize=16)
+def round_trip_chain(count: int, own_bytes: bool = False) -> bytes:
+    """`count` cuda:0 delegates in a row, each result copied to host and straight back into
+    the next (an XF001 at every boundary): what PropagateDevicePass leaves without its
+    same-device elision, at scale. With `own_bytes`, a memory plan that reuses nothing."""
+    b = PlanBuilder()
+    x = b.input()
+    for _ in range(count):
+        (y,) = b.delegate([b.h2d(x)])
+        x = b.d2h(y)
+    b.outputs.append(x)
+    plan = b.plan()
+    return serialize([_own_bytes(plan) if own_bytes else plan])
+
+
+@lru_cache(maxsize=16)
+def host_fan_in(count: int) -> bytes:
+    """One delegate with `count` results, each copied to host and all joined by one host op
+    (`aten::cat`) whose result goes back to a second delegate: one XF005 with `count` D2Hs."""
+    b = PlanBuilder()
+    results = b.delegate([b.h2d(b.input())], outputs=count)
+    joined = b.tensor()
+    b.kernel("aten::cat", "out", [b.d2h(r) for r in results] + [joined, joined])
+    (z,) = b.delegate([b.h2d(joined)])
+    b.outputs.append(b.d2h(z))
+    return serialize([b.plan()])
+
+
+@lru_cache(maxsize=16)
+def device_alias_chain(count: int) -> bytes:
+    """One input copied to cuda:0, then `count` views of views (`aten::view_copy`), the last
+    copied back: a chain of aliases the analysis follows to its source."""
+    b = PlanBuilder()
+    x = b.h2d(b.input())
+    for _ in range(count):
+        y = b.tensor(device=True)
+        b.kernel("aten::view_copy", "out", [x, y, y])
+        x = y
+    b.outputs.append(b.d2h(x))
+    return serialize([b.plan()])
+
+
+@lru_cache(maxsize=16)
 def constant_chain(ops: int) -> bytes:
     b = PlanBuilder()
     x = b.constant()
