@@ -78,6 +78,11 @@ import bench_pte as bp  # noqa: E402  (run helpers: fresh processes, CPU of the 
 OUT = HERE / "out" / "large"
 
 
+def _plural(unit: str) -> str:
+    """`delegates`, `returned copies`."""
+    return unit[:-1] + "ies" if unit.endswith("y") else unit + "s"
+
+
 def shapes() -> dict[str, tuple[str, list[int], Callable[[int], bytes]]]:
     from xferlint.testing import synthetic_pte as sp
 
@@ -107,7 +112,7 @@ def shapes() -> dict[str, tuple[str, list[int], Callable[[int], bytes]]]:
         "planned-chain": ("delegate", [1_000, 10_000, 100_000], lambda n: sp.round_trip_chain(n, own_bytes=True)),
         "host-fan-in": ("result", [1_000, 10_000, 100_000], sp.host_fan_in),
         "alias-chain": ("view", [1_000, 10_000, 100_000], sp.device_alias_chain),
-        "returned-copies": ("copy", [1_000, 10_000, 100_000], lambda n: sp.returned_copies(n)),
+        "returned-copies": ("returned copy", [1_000, 10_000, 100_000], lambda n: sp.returned_copies(n)),
     }
 
 
@@ -146,7 +151,7 @@ def main(argv=None) -> int:
             got.update(shape=name, unit=unit, size=size, mb=path.stat().st_size / 1e6)
             results.append(got)
             xf, et = got["xferlint"], got["executorch"]
-            print(f"{name:9s} {size:>7,} {unit}s ({got['mb']:.1f} MB): xferlint {xf['wall']['median_s']:.2f} s wall "
+            print(f"{name:9s} {size:>7,} {_plural(unit)} ({got['mb']:.1f} MB): xferlint {xf['wall']['median_s']:.2f} s wall "
                   f"{xf['cpu']['median_s']:.2f} s CPU ({xf['cpu']['median_s'] / size * 1e6:.0f} us/{unit}); "
                   f"ExecuTorch deserialize {et['wall']['median_s']:.2f} s wall", file=sys.stderr, flush=True)
     lines = [f"load average at start {load[0]:.2f}, at end {os.getloadavg()[0]:.2f}; medians of {args.runs} "
@@ -155,7 +160,7 @@ def main(argv=None) -> int:
              "|---|---:|---:|---:|---:|---:|---:|"]
     for r in results:
         cpu = r["xferlint"]["cpu"]["median_s"]
-        lines.append(f"| {r['shape']} | {r['size']:,} {r['unit']}s | {r['mb']:.1f} | "
+        lines.append(f"| {r['shape']} | {r['size']:,} {_plural(r['unit'])} | {r['mb']:.1f} | "
                      f"{r['xferlint']['wall']['median_s']:.2f} | {cpu:.2f} | {cpu / r['size'] * 1e6:.0f} | "
                      f"{r['executorch']['wall']['median_s']:.2f} |")
     # the smallest sizes are mostly interpreter start: the last two sizes say whether it is linear
