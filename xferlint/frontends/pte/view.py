@@ -347,10 +347,9 @@ class _MethodBuilder:
         return found
 
     def _tensor_value(self, t: pp.TensorInfo, is_input: bool, ident: str) -> Value:
-        """A tensor value, built by keyword in one call (a dict handed to a constructor cost a
-        fifth more). Where every tensor has bytes of its own (a real memory plan), tensor infos
-        rarely repeat, but their shapes do: the TensorMeta is shared per shape, dtype and
-        dynamism."""
+        """A tensor value, built by keyword in one call, not from a dict of its fields. Where
+        every tensor has bytes of its own (a real memory plan), tensor infos rarely repeat, but
+        their shapes do: the TensorMeta is shared per shape, dtype and dynamism."""
         meta_key = (t.sizes, t.scalar_type, t.dynamism)
         shaped = self._metas.get(meta_key)
         if shaped is None:
