@@ -311,8 +311,12 @@ def test_frozen_builds_slotted_classes_slot_by_slot():
     assert made.like(whole, name="z", scope="body") == dataclasses.replace(whole, name="z", scope="body")
     values = Frozen(Value)
     proto = Value(id="", declared_device=CUDA1, mutable=True)
-    renamed = values.renamed([("x", proto), ("y", proto)])
-    assert renamed == {"x": dataclasses.replace(proto, id="x"), "y": dataclasses.replace(proto, id="y")}
+    named = Value(id="z", declared_device=CUDA0)
+    renamed = values.renamed([("x", proto), ("y", proto), ("z", named)])
+    assert renamed == {"x": dataclasses.replace(proto, id="x"), "y": dataclasses.replace(proto, id="y"), "z": named}
+    assert renamed["z"] is named and renamed["x"] is not proto  # one that has its id already is kept
+    assert [(f.name, getattr(renamed["y"], f.name)) for f in dataclasses.fields(Value) if f.name != "id"] == [
+        (f.name, getattr(proto, f.name)) for f in dataclasses.fields(Value) if f.name != "id"]
     with pytest.raises(AttributeError):
         whole.name = "w"
     with pytest.raises(TypeError):  # a field without a default that is missing is an error, as in `Node(...)`

@@ -33,8 +33,10 @@ class Frozen:
         plain = not (hasattr(cls, "__post_init__") or any(not f.init or f.default_factory is not MISSING
                                                           for f in spec))
         self.direct = plain and not hasattr(cls, "__slots__")
-        # a slotted class: (its keyword constructor, its `replace`), each slot set through its descriptor
-        self.slotted = ((fast_constructor(cls), _slotted_like(cls, [f.name for f in spec]))
+        # a slotted class: (its keyword constructor, its `replace`, its `renamed` loop), each slot
+        # set through its descriptor
+        names = [f.name for f in spec]
+        self.slotted = ((fast_constructor(cls), _slotted_like(cls, names), _slotted_renamed(cls, names))
                         if plain and "__slots__" in vars(cls) else None)
 
     def new(self, **values):
@@ -76,8 +78,10 @@ class Frozen:
         method's every value: a call with keywords each cost as much as the object). A
         proto that already has its id is taken as it is (immutable: nothing else holds it)."""
         if self.slotted is not None:
+            if self.slotted[2] is not None:
+                return self.slotted[2](pairs)
             like = self.slotted[1]
-            return {ident: proto if proto.id is ident else like(proto, {"id": ident}) for ident, proto in pairs}
+            return {ident: like(proto, {"id": ident}) for ident, proto in pairs}
         if not self.direct:
             return {ident: replace(proto, id=ident) for ident, proto in pairs}
         new, cls = object.__new__, self.cls
@@ -101,6 +105,25 @@ def _slotted_like(cls: type, names: list[str]) -> Any:
         lines.append(f" _set{k}(obj, changes[{name!r}] if {name!r} in changes else proto.{name})")
     exec("\n".join(lines + [" return obj", ""]), env)  # noqa: S102 - generated from the class's own field names
     return env["like"]
+
+
+def _slotted_renamed(cls: type, names: list[str]) -> Any:
+    """`renamed(pairs)` for a slotted class with an `id` field: one generated loop that sets
+    each slot of each copy through its descriptor, the id from the pair and the rest from
+    the prototype (a `like` call per value, with its dict of changes, cost a quarter more:
+    200,000 Values in 0.17 s against 0.13 s). A prototype that already has its id is taken
+    as it is."""
+    env: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
+    body = []
+    for k, name in enumerate(names):
+        env[f"_set{k}"] = getattr(cls, name).__set__
+        body.append(f"  _set{k}(obj, {'ident' if name == 'id' else f'proto.{name}'})")
+    if "id" not in names:
+        return None
+    lines = ["def renamed(pairs):", " out = {}", " for ident, proto in pairs:", "  if proto.id is ident:",
+             "   out[ident] = proto", "   continue", "  obj = _new(_cls)", *body, "  out[ident] = obj", " return out"]
+    exec("\n".join(lines + [""]), env)  # noqa: S102 - generated from the class's own field names
+    return env["renamed"]
 
 
 def fast_constructor(cls: type) -> Any:
