@@ -113,13 +113,13 @@ def _slotted_renamed(cls: type, names: list[str]) -> Any:
     the prototype (a `like` call per value, with its dict of changes, cost a quarter more:
     200,000 Values in 0.17 s against 0.13 s). A prototype that already has its id is taken
     as it is."""
+    if "id" not in names:
+        return None
     env: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
     body = []
     for k, name in enumerate(names):
         env[f"_set{k}"] = getattr(cls, name).__set__
         body.append(f"  _set{k}(obj, {'ident' if name == 'id' else f'proto.{name}'})")
-    if "id" not in names:
-        return None
     lines = ["def renamed(pairs):", " out = {}", " for ident, proto in pairs:", "  if proto.id is ident:",
              "   out[ident] = proto", "   continue", "  obj = _new(_cls)", *body, "  out[ident] = obj", " return out"]
     exec("\n".join(lines + [""]), env)  # noqa: S102 - generated from the class's own field names

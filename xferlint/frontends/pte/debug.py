@@ -19,6 +19,7 @@ import json
 import os
 import re
 import zipfile
+from functools import lru_cache
 from typing import Any, Callable, Iterator, Optional
 
 from xferlint.analyzer.view import SourceLocation
@@ -62,24 +63,11 @@ def location_of(stack_trace: Optional[str]) -> Optional[SourceLocation]:
     return None
 
 
-_UNSEEN = object()
-
-
 def _locator() -> Callable[[Optional[str]], Optional[SourceLocation]]:
     """`location_of`, once per distinct stack trace: the instructions of one model line (a
     kernel and its copies, a delegate and the nodes it absorbed) repeat its trace, and one
     SourceLocation serves them all."""
-    seen: dict[str, Optional[SourceLocation]] = {}
-
-    def locate(trace: Optional[str]) -> Optional[SourceLocation]:
-        if not trace:
-            return None
-        found = seen.get(trace, _UNSEEN)
-        if found is _UNSEEN:
-            found = seen[trace] = location_of(trace)
-        return found
-
-    return locate
+    return lru_cache(maxsize=None)(location_of)
 
 
 def _handles(entry: Any) -> list[int]:

@@ -1289,7 +1289,7 @@ def _items_ok(ev: EValueInfo, n_values: int) -> bool:
 
 _KIND, _INDEX, _ARGS = itemgetter(0), itemgetter(1), itemgetter(2)  # Instr fields (and EValueInfo.kind)
 _TENSOR, _MEMORY_ID = itemgetter(1), itemgetter(3)  # EValueInfo.tensor, TensorInfo.memory_id
-_LIST_KINDS = frozenset({TENSOR_LIST, OPT_TENSOR_LIST})
+LIST_KINDS = frozenset({TENSOR_LIST, OPT_TENSOR_LIST})  # values whose items are value indices
 _NOT_CALLS = frozenset({MOVE, JUMP_FALSE, FREE})
 
 
@@ -1332,10 +1332,10 @@ def _validate_plan(plan: Plan) -> None:
     # value order (to name the first bad one) only when one of those fails.
     distinct = dict(zip(map(id, plan.values), plan.values)).values()
     # kinds and memory ids gathered in C (itemgetter); a test per value only for the lists
-    lists = _LIST_KINDS.intersection(map(_KIND, distinct))
+    lists = LIST_KINDS.intersection(map(_KIND, distinct))
     if lists and not all(_items_ok(ev, n_values) for ev in distinct if ev.kind in lists):
         for i, ev in enumerate(plan.values):
-            if ev.kind in (TENSOR_LIST, OPT_TENSOR_LIST):
+            if ev.kind in LIST_KINDS:
                 for item in ev.items:
                     if item == -1 and ev.kind == OPT_TENSOR_LIST:
                         continue
@@ -1398,9 +1398,10 @@ def read_program(data: bytes, fast: bool = True) -> PteProgram:
     except RecursionError:
         raise PteFormatError(f"corrupt flatbuffer: {decoder.where}: tables nest without end") from None
     except Exception as exc:  # noqa: BLE001 - garbage makes the generated accessors raise anything
-        short = _SHORT.search(str(exc))
+        text = str(exc).strip()
+        short = _SHORT.search(text)
         if short is not None and int(short[1]) > int(short[2]):  # a read past the end: the file was cut
             raise PteFormatError(f"truncated or corrupt: {decoder.where} points past the program's end at byte {short[2]} "
                                  "(cut short when copied or downloaded?)") from None
-        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        detail = text.splitlines()[0] if text else type(exc).__name__
         raise PteFormatError(f"corrupt flatbuffer: {decoder.where}: {detail}") from None

@@ -63,7 +63,6 @@ _COPY_INDEX_OP = "executorch_prim::et_copy_index"
 # a kernel's node kind by operator name (any other: COMPUTE)
 _KERNEL_KINDS = {H2D_OP: OpKind.H2D, D2H_OP: OpKind.D2H, **{op: OpKind.ALIAS for op in _ALIAS_OPS},
                  _COPY_INDEX_OP: OpKind.MOVE}
-_LIST_KINDS = (pp.TENSOR_LIST, pp.OPT_TENSOR_LIST)
 
 
 def value_id(index: int) -> str:
@@ -302,7 +301,7 @@ class _MethodBuilder:
         for key, ev in dict(zip(keys, values)).items():
             if ev.tensor is None:
                 proto_of[key] = plain
-                if ev.kind in _LIST_KINDS:
+                if ev.kind in pp.LIST_KINDS:
                     lists.add(key)
                 continue
             i = index_of[key]
@@ -474,16 +473,11 @@ class _MethodBuilder:
         locate = bool(trace) or (c == 0 and bool(self.locations))
         location = None
         # one SourceLocation per distinct frame list: a model's lines each emit several instructions
-        sources: dict[tuple, Optional[SourceLocation]] = {}
+        located = lru_cache(maxsize=None)(_location)
         make = _NODE_NEW
         for k, ins in enumerate(chain.instructions):
             if locate:
-                location = None
-                if k < len(trace):
-                    frames = trace[k]
-                    location = sources.get(frames, _UNSEEN)
-                    if location is _UNSEEN:
-                        location = sources[frames] = _location(frames)
+                location = located(trace[k]) if k < len(trace) else None
                 location = location or (self.locations.get(k) if c == 0 else None)
             if ins.kind != kernel:
                 others.get(ins.kind, self._free_node)(ins, k, f"{head}{k}", location, scopes[k])
@@ -673,9 +667,6 @@ def _scopes(chain: pp.Chain) -> list[str]:
 
 
 _LIBRARY_MARKERS = ("/site-packages/", "/dist-packages/", "/torch/", "/executorch/", "/xferlint/", "<")
-
-
-_UNSEEN = object()
 
 
 def _location(frames: tuple[pp.Frame, ...]) -> Optional[SourceLocation]:
