@@ -14,7 +14,7 @@ import warnings
 from typing import Optional, Sequence
 
 from xferlint import __version__
-from xferlint.console import note, set_quiet, terminal_columns
+from xferlint.console import error as print_error, note, one_line, set_quiet, terminal_columns
 from xferlint.reporters import FORMATS, TEXT_FORMATS
 from xferlint.errors import FixWriteError, UsageError, XferlintError
 
@@ -117,7 +117,7 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str):  # type: ignore[override]
-        self.exit(EXIT_ERROR, f"error: {message} (see `{self.prog} --help`)\n")
+        self.exit(EXIT_ERROR, f"error: {one_line(message)} (see `{self.prog} --help`)\n")
 
 
 # The sub-commands and their one-line help, in the order `xferlint --help` lists them.
@@ -368,7 +368,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     with collector_paused():  # the report is plain data: no reference cycles to collect
         report = run.report(suppressed=len(accepted))
         for error in report.errors:
-            print(f"error: {error.message}", file=sys.stderr)
+            print_error(error.message)
         options = _report_options(args, settings, rules, run, tuple(run.record.suppressed) + tuple(accepted),
                                   absent)
         text = emit(report, settings.output_format, options)
@@ -417,7 +417,7 @@ def _baseline(run, args):
         entries = baseline.entries_of(run.findings, root)
         _write_file(path, baseline.render(entries))
         total = sum(e.count for e in entries)
-        print(f"Recorded {total} finding{'s' if total != 1 else ''} in {path}.", file=sys.stderr)
+        print(f"Recorded {total} finding{'s' if total != 1 else ''} in {one_line(path)}.", file=sys.stderr)
         return True, None
     matched = baseline.apply(run.findings, baseline.read(path), root)
     new_ids = {id(f) for f in matched.new}
@@ -454,12 +454,12 @@ def _check_diff(run, rules, settings, tried, output) -> int:
 
     fixed, notes = fix_run(run, rules, unsafe_fixes=settings.unsafe_fixes, strict=settings.strict, tried=tried)
     for error in run.errors:
-        print(f"error: {error.message}", file=sys.stderr)
+        print_error(error.message)
     for text in notes:
         note(text)
     for _, result in fixed:
         for line in result.refusal_lines():
-            print(line, file=sys.stderr)
+            print(one_line(line), file=sys.stderr)
     from xferlint.noqa_commands import comment_diff
 
     comments, mended = comment_diff(run)  # XF100: the stale noqa codes in the model source
@@ -492,13 +492,13 @@ def _check_fix(run, rules, settings, tried) -> None:
                 run.errors.append(error_entry(result.input, FixWriteError(loaded.view.file, exc)))
                 continue
         for line in result.summary_lines():
-            print(line, file=sys.stderr)
+            print(one_line(line), file=sys.stderr)
         adopted.append(adoption(loaded, result))
     run.replace_many(adopted)  # every fixed program in one pass over the run
     for loaded in run.loaded:
         if loaded.view.kind not in ("pte", "pt2") and any(f.fixable for f in run.findings_of(loaded.view)):
-            print(f"{loaded.view.input}: not fixed: an entry point is code, --fix rewrites only .pte and .pt2 files; "
-                  f"write the fixed program with `xferlint fix {loaded.view.input} -o OUT.pte`", file=sys.stderr)
+            print(f"{one_line(loaded.view.input)}: not fixed: an entry point is code, --fix rewrites only .pte and .pt2 files; "
+                  f"write the fixed program with `xferlint fix {one_line(loaded.view.input)} -o OUT.pte`", file=sys.stderr)
 
 
 def cmd_fix(args: argparse.Namespace) -> int:
@@ -525,10 +525,10 @@ def cmd_fix(args: argparse.Namespace) -> int:
     if args.diff:
         sys.stdout.write(result.diff())
     for line in [] if args.quiet else result.summary_lines() + result.notes:
-        print(line)
+        print(one_line(line))
     if not result.changed and isinstance(result.program, (bytes, bytearray)):
         # a file nothing was fixed in: the output would be a copy of the input
-        print(f"{output} not written: nothing was fixed in {args.input}")
+        print(f"{one_line(output)} not written: nothing was fixed in {one_line(args.input)}")
         return EXIT_FINDINGS if result.skipped else EXIT_CLEAN
     data, extra = result.buffer, result.data_files
     for path, blob in [(output, data)] + [(os.path.join(directory, n), b) for n, b in sorted(extra.items())]:
@@ -536,7 +536,7 @@ def cmd_fix(args: argparse.Namespace) -> int:
             write_atomic(path, blob)
         except OSError as exc:
             raise FixWriteError(path, exc) from None
-    print(f"wrote {output} ({len(data)} bytes)" + (f" and {', '.join(sorted(extra))}" if extra else ""))
+    print(f"wrote {one_line(output)} ({len(data)} bytes)" + (f" and {', '.join(sorted(extra))}" if extra else ""))
     return EXIT_FINDINGS if result.skipped else EXIT_CLEAN
 
 
@@ -566,7 +566,7 @@ def cmd_clean(args: argparse.Namespace) -> int:
         print("No results cache: no home folder to keep it in (--cache-dir names one).", file=sys.stderr)
         return EXIT_CLEAN
     removed = clear(folder)
-    print(f"Removed {removed} results cache entr{'y' if removed == 1 else 'ies'} from {folder}.", file=sys.stderr)
+    print(f"Removed {removed} results cache entr{'y' if removed == 1 else 'ies'} from {one_line(folder)}.", file=sys.stderr)
     return EXIT_CLEAN
 
 
@@ -632,7 +632,7 @@ def _run(handler, args: argparse.Namespace, exiting: bool) -> int:
                 if not exiting:  # freeing a 100k-instruction program's objects: ~0.14 s
                     run_caches.clear()  # the run's programs are freed here, once
     except XferlintError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print_error(str(exc))
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
@@ -647,7 +647,7 @@ def _run(handler, args: argparse.Namespace, exiting: bool) -> int:
             pass
         return EXIT_ERROR
     except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, exit 2
-        print(f"error: internal error: {type(exc).__name__}: {exc} (please report it)", file=sys.stderr)
+        print_error(f"internal error: {type(exc).__name__}: {exc} (please report it)")
         return EXIT_ERROR
 
 

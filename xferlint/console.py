@@ -17,7 +17,24 @@ def set_quiet(quiet: bool) -> None:
 def note(text: str) -> None:
     """One `note: text` line on stderr, unless the run is quiet."""
     if not _quiet:
-        print(f"note: {text}", file=sys.stderr)
+        print(f"note: {one_line(text)}", file=sys.stderr)
+
+
+def error(text: str) -> None:
+    """One `error: text` line on stderr, quiet or not."""
+    print(f"error: {one_line(text)}", file=sys.stderr)
+
+
+def one_line(text: str) -> str:
+    """`text` with every character that is not printable written as its escape, as Python's
+    repr writes it: a newline as `\\n`, a terminal's ESC as `\\x1b`. A file name may hold
+    either, and a finding, an error or a note is still one line of text (that grep, a CI log
+    and the next line of output can rely on), and no file name can move the cursor or
+    recolour the terminal it is printed on. Where anything is escaped, so is a backslash:
+    `a\\nb` then reads back as the four characters it is, not as a line break."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() and ch != "\\" else repr(ch)[1:-1] for ch in text)
 
 
 def terminal_columns(fallback: int = 80) -> int:

@@ -8,7 +8,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Iterable
 
-from xferlint.console import note
+from xferlint.console import error, note, one_line
 
 if TYPE_CHECKING:
     from xferlint.suppression import Suppressed
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 def _rel(path: str) -> str:
     rel = os.path.relpath(path)
-    return path if rel.startswith("..") else rel
+    return one_line(path if rel.startswith("..") else rel)
 
 
 def print_notes(run) -> None:
@@ -36,7 +36,7 @@ def add_noqa(run, root: str) -> int:
     for line in outcome.skipped:
         note(line)
     for line in outcome.errors:
-        print(f"error: {line}", file=sys.stderr)
+        error(line)
     total = outcome.total
     print(f"Added {total} noqa directive{'s' if total != 1 else ''}.", file=sys.stderr)
     return len(outcome.errors)
@@ -97,7 +97,7 @@ def fix_comments(run) -> None:
     for line in outcome.skipped:
         note(line)
     for line in outcome.errors:
-        print(f"error: {line}", file=sys.stderr)
+        error(line)
     gone = {id(f) for f in fixed if f.location is not None and f.location.file in done}
     run.comment_findings = [f for f in run.comment_findings if id(f) not in gone]
 

@@ -14,7 +14,7 @@ import time
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Callable, Iterator, Optional, Sequence, TextIO
 
-from xferlint.console import terminal_columns
+from xferlint.console import one_line, terminal_columns
 
 _ERASE = "\r\x1b[K"
 # Seconds between two redraws: a directory of small programs finishes hundreds of inputs a
@@ -70,7 +70,7 @@ class Progress:
     def line(self, done: int, running: Sequence[str], elapsed: float, action: str = "lowering") -> str:
         text = f"xferlint: {done}/{self.total} inputs"
         if running:
-            text += f", {action} {running[0]}" + (f" (+{len(running) - 1} more)" if len(running) > 1 else "")
+            text += f", {action} {one_line(running[0])}" + (f" (+{len(running) - 1} more)" if len(running) > 1 else "")
         return f"{text}, {elapsed:.0f} s"
 
     def _fit(self, text: str) -> str:

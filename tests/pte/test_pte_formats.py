@@ -114,3 +114,15 @@ def test_json_text_is_json_dumps_byte_for_byte(capsys, inputs):
                      *((t, "\n") for t in trees), *((t, "") for t in trees)):
         assert to_json_text(obj, end=end) == json.dumps(to_jsonable(obj), indent=2, ensure_ascii=False) + end
         assert to_json_text(obj) == json.dumps(to_jsonable(obj), indent=2, ensure_ascii=False)
+
+
+def test_junit_is_well_formed_whatever_the_file_names(capsys, tmp_path, pte_bytes):
+    """XML 1.0 cannot hold most control characters: a file name with ESC or a newline is
+    written with its escapes, as the text output writes it, and the report still parses."""
+    names = ["esc\x1b[31m.pte", "new\nline.pte", "missing\x07.pte"]
+    for name in names[:2]:
+        (tmp_path / name).write_bytes(pte_bytes("addsin-noelide"))
+    junit = ET.fromstring(_run(capsys, [str(tmp_path / n) for n in names], "junit"))
+    suites = sorted(s.get("name") for s in junit.iter("testsuite"))
+    assert suites == sorted(str(tmp_path / n).encode("unicode_escape").decode() for n in names), suites
+    assert int(junit.get("failures")) == 2 and int(junit.get("errors")) == 1

@@ -311,3 +311,29 @@ def test_source_lines_are_read_from_regular_files_only(tmp_path):
     trace = f'File "{tmp_path / "model.py"}", line 3, in forward\n    y = x + 1'
     location = location_of(trace)
     assert location is not None and location.line == 3 and location.column == 1
+
+
+def test_names_with_line_breaks_and_escapes_stay_one_line(tmp_path, pte_bytes):
+    """A file name may hold a newline or a terminal escape. Each finding, summary line and
+    error is still one line, with those characters written as escapes (a backslash too, so
+    the text reads back unambiguously); the JSON report keeps the name as it is."""
+    import json
+
+    good, bad = "good\nname\x1b[31m.pte", "bad\nna\\me.pte"
+    (tmp_path / good).write_bytes(pte_bytes("addsin-noelide"))
+    (tmp_path / bad).write_bytes(pte_bytes("addsin-noelide")[:100])
+    command = [sys.executable, "-m", "xferlint.cli", "check", good, bad, "--isolated", "--statistics"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [f"error: bad\\nna\\\\me.pte: {done.stderr.split(': ', 2)[2].strip()}"]
+    assert "\x1b" not in done.stdout and "\x1b" not in done.stderr
+    assert any(line.startswith("  good\\nname\\x1b[31m.pte forward: ") for line in done.stdout.splitlines()), \
+        done.stdout
+    concise = subprocess.run(command[:-1], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    line = concise.stdout.splitlines()[0]
+    assert line.startswith("good\\nname\\x1b[31m.pte:forward:instr ") and " XF001 " in line, concise.stdout
+    report = subprocess.run(command[:-1] + ["--format", "json"], capture_output=True, text=True, timeout=120,
+                            cwd=tmp_path)
+    data = json.loads(report.stdout)
+    assert {f["input"] for f in data["findings"]} == {good}
+    assert [e["input"] for e in data["errors"]] == [bad]

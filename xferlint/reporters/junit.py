@@ -4,10 +4,23 @@ show test results show the findings), an errored case per input that could not b
 from __future__ import annotations
 
 from collections import defaultdict
-from xml.sax.saxutils import escape, quoteattr
+from xml.sax import saxutils
 
+from xferlint.console import one_line
 from xferlint.reporters import ReportOptions
 from xferlint.reporters.ci_common import column_of, line_of, path_of, where_in_program
+
+
+def quoteattr(text: str) -> str:
+    """An attribute's quoted value. Every text goes through `one_line`: XML 1.0 has no way
+    to write most control characters (a file name holding ESC made the report unreadable),
+    and their escapes read as the name does in the text output."""
+    return saxutils.quoteattr(one_line(text))
+
+
+def escape(text: str) -> str:
+    """Element text (see `quoteattr`)."""
+    return saxutils.escape(one_line(text))
 
 
 def emit(report, options: ReportOptions) -> str:

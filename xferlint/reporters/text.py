@@ -19,6 +19,7 @@ import re
 import textwrap
 from collections import Counter
 
+from xferlint.console import one_line
 from xferlint.findings import Applicability
 from xferlint.reporters import ReportOptions, display_path
 from xferlint.rules.base import format_bytes
@@ -44,9 +45,10 @@ def _where(finding, options: ReportOptions) -> str:
     loc = finding.location
     sep = _paint(":", _CYAN, options)
     if loc is not None:
-        path = _paint(display_path(loc.file, options.project_root), _BOLD, options)
+        path = _paint(one_line(display_path(loc.file, options.project_root)), _BOLD, options)
         return f"{path}{sep}{loc.line}{sep}{loc.column}"
-    return f"{_paint(finding.input, _BOLD, options)}{sep}{finding.method}{sep}{_instr(finding)}"
+    return (f"{_paint(one_line(finding.input), _BOLD, options)}{sep}{one_line(finding.method)}{sep}"
+            f"{one_line(_instr(finding))}")
 
 
 def qualifier(finding) -> str:
@@ -67,9 +69,10 @@ def qualifier(finding) -> str:
 def _line(finding, options: ReportOptions) -> str:
     mark = f" {_paint('[*]', _CYAN, options)}" if finding.fixable else ""
     context = qualifier(finding)
-    context = f" {context}:" if context else ""
+    context = f" {one_line(context)}:" if context else ""
     sep = _paint(":", _CYAN, options)
-    return f"{_where(finding, options)}{sep} {_paint(finding.code, _RED, options)}{mark}{context} {finding.message}"
+    return (f"{_where(finding, options)}{sep} {_paint(finding.code, _RED, options)}{mark}{context} "
+            f"{one_line(finding.message)}")
 
 
 def _full(finding, options: ReportOptions) -> list[str]:
@@ -78,9 +81,9 @@ def _full(finding, options: ReportOptions) -> list[str]:
     loc = finding.location
     if loc is not None and loc.code:
         gutter = _paint(f"{loc.line} |", _CYAN, options)
-        lines.append(f"  {gutter} {loc.code.strip()}")
+        lines.append(f"  {gutter} {one_line(loc.code.strip())}")
     if finding.detail:
-        lines += textwrap.wrap(finding.detail, WIDTH, initial_indent="  ", subsequent_indent="  ",
+        lines += textwrap.wrap(one_line(finding.detail), WIDTH, initial_indent="  ", subsequent_indent="  ",
                                break_on_hyphens=False, break_long_words=False)
     command = f"{options.fix_hint} {_UNSAFE}" if _needs_unsafe(finding, options) else options.fix_hint
     help_line = f"  help: `xferlint rule {finding.code}`" + (f" (fixable with `{command}`)" if finding.fixable else "")
@@ -148,7 +151,7 @@ def _transfers(t, options: ReportOptions) -> list[str]:
     if t.fixable_savings:
         lines[-1] += f" Fixes would save {format_bytes(t.fixable_savings)} per call."
     if options.statistics:
-        lines += [f"  {m.input} {m.method}: {_traffic(m)}" for m in t.methods]
+        lines += [f"  {one_line(m.input)} {one_line(m.method)}: {_traffic(m)}" for m in t.methods]
     return lines
 
 
