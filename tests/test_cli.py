@@ -566,6 +566,22 @@ def test_output_refuses_a_read_only_file_and_writes_through_links(capfd, in_ws, 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["link.json", "locked.json", "real.json"]
 
 
+def test_output_never_replaces_an_input_of_the_run(capfd, in_ws):
+    """`-o` naming a file the run reads (given, with its attribute, or found in a directory)
+    is one line and exit 2, and the file is as it was: a slip of the keyboard must not put a
+    report where the model was."""
+    model, discovered = in_ws / "roundtrip.py", in_ws / "project" / "model_a.py"
+    before = {path: path.read_bytes() for path in (model, discovered)}
+    for argv, output in ((["roundtrip.py"], "roundtrip.py"), (["roundtrip.py:program"], "./roundtrip.py"),
+                         (["project"], str(discovered))):
+        code, out, err = _check(capfd, *argv, "--format", "json", "-o", output, "--isolated")
+        lines = err.strip().splitlines()
+        assert code == 2 and out == "", err
+        assert len(lines) == 1 and lines[0].startswith(f"error: {output}: -o names "), err
+        assert lines[0].endswith(", an input of this run, and the report would replace it; name another file"), err
+    assert {path: path.read_bytes() for path in before} == before
+
+
 def test_output_to_a_fifo_without_reader_is_an_error_not_a_hang(capfd, in_ws, tmp_path):
     fifo = tmp_path / "pipe.json"
     os.mkfifo(fifo)

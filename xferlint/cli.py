@@ -11,7 +11,7 @@ import dataclasses
 import os
 import sys
 import warnings
-from typing import Optional, Sequence
+from typing import Iterable, Optional, Sequence
 
 from xferlint import __version__
 from xferlint.console import error as print_error, note, one_line, set_quiet, terminal_columns
@@ -308,6 +308,28 @@ def _refuse_combinations(args: argparse.Namespace, settings) -> None:
                          f"{settings.output_format} (the JSON findings' `removes` lists the copies a fix deletes)")
 
 
+def _refuse_overwriting(output: Optional[str], inputs: Iterable[Optional[str]]) -> None:
+    """`-o` must not name a file the run reads: the report would replace the user's model
+    (`xferlint check model.py -o model.py`, a slip of the keyboard). `xferlint fix -o`
+    naming its input is another matter: the fixed program replacing it is what was asked."""
+    if not output or not os.path.exists(output):
+        return
+    for path in inputs:
+        try:
+            same = bool(path) and os.path.samefile(path, output)
+        except OSError:  # an input that is not there: its own error line says so
+            continue
+        if same:
+            raise UsageError(f"{output}: -o names {path}, an input of this run, and the report would replace it; "
+                             "name another file")
+
+
+def _input_file(spec: str) -> str:
+    """The file an input names: `model.py:program` -> `model.py`."""
+    base, sep, attr = spec.rpartition(":")
+    return base if sep and base.endswith(".py") and attr.isidentifier() else spec
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     from xferlint.collector import collector_paused
 
@@ -322,6 +344,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
         settings = _settings(args)
     _refuse_combinations(args, settings)
+    _refuse_overwriting(settings.output, map(_input_file, args.paths))
     rules = select_rules(settings.select, settings.ignore, settings.extend_select)
     configure(rules, max_transfer_bytes=settings.max_transfer_bytes)
     paths = [p for p in args.paths if _is_program_input(p)] if args.only_programs else args.paths
@@ -343,6 +366,7 @@ def cmd_check(args: argparse.Namespace) -> int:
                       fix=FixOptions(unsafe_fixes=settings.unsafe_fixes) if args.diff else None,
                       project_root=root, settle=settle,
                       cache=_cache(args, rules, settings, settle, draws, root) if source_map is None else None)
+    _refuse_overwriting(settings.output, (loaded.view.file for loaded in run.loaded))  # found in a directory
     noqa_commands.print_notes(run)
     apply_per_file_ignores(run, settings.per_file_ignores, settings.extend_per_file_ignores)
     tried = settle_fixability(run, rules, unsafe_fixes=settings.unsafe_fixes, strict=settings.strict,
