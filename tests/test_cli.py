@@ -566,15 +566,18 @@ def test_output_refuses_a_read_only_file_and_writes_through_links(capfd, in_ws, 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["link.json", "locked.json", "real.json"]
 
 
-def test_output_never_replaces_an_input_of_the_run(capfd, in_ws):
-    """`-o` naming a file the run reads (given, with its attribute, or found in a directory)
-    is one line and exit 2, and the file is as it was: a slip of the keyboard must not put a
+def test_output_never_replaces_an_input_of_the_run(capfd, in_ws, tmp_path):
+    """`-o` naming a file the run reads (given, with its attribute, found in a directory, or
+    its configuration) is one line and exit 2, and the file is as it was: a slip of the keyboard must not put a
     report where the model was."""
-    model, discovered = in_ws / "roundtrip.py", in_ws / "project" / "model_a.py"
-    before = {path: path.read_bytes() for path in (model, discovered)}
-    for argv, output in ((["roundtrip.py"], "roundtrip.py"), (["roundtrip.py:program"], "./roundtrip.py"),
-                         (["project"], str(discovered))):
-        code, out, err = _check(capfd, *argv, "--format", "json", "-o", output, "--isolated")
+    model, discovered, config = in_ws / "roundtrip.py", in_ws / "project" / "model_a.py", tmp_path / "xferlint.toml"
+    config.write_text('[tool.xferlint]\nignore = ["XF002"]\n')
+    before = {path: path.read_bytes() for path in (model, discovered, config)}
+    for argv, output in ((["roundtrip.py", "--isolated"], "roundtrip.py"),
+                         (["roundtrip.py:program", "--isolated"], "./roundtrip.py"),
+                         (["project", "--isolated"], str(discovered)),
+                         (["roundtrip.py", "--config", str(config)], str(config))):
+        code, out, err = _check(capfd, *argv, "--format", "json", "-o", output)
         lines = err.strip().splitlines()
         assert code == 2 and out == "", err
         assert len(lines) == 1 and lines[0].startswith(f"error: {output}: -o names "), err

@@ -324,6 +324,17 @@ def _refuse_overwriting(output: Optional[str], inputs: Iterable[Optional[str]]) 
                              "name another file")
 
 
+def _files_read(args: argparse.Namespace) -> list[Optional[str]]:
+    """The files a check reads that its command line names or implies: its inputs, the
+    ETRecord, the baseline and the configuration."""
+    from xferlint.config import find_pyproject
+
+    files = [*map(_input_file, args.paths), getattr(args, "etrecord", None), getattr(args, "baseline", None)]
+    if not args.isolated:
+        files.append(args.config or find_pyproject())
+    return files
+
+
 def _input_file(spec: str) -> str:
     """The file an input names: `model.py:program` -> `model.py`."""
     base, sep, attr = spec.rpartition(":")
@@ -344,7 +355,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
         settings = _settings(args)
     _refuse_combinations(args, settings)
-    _refuse_overwriting(settings.output, map(_input_file, args.paths))
+    _refuse_overwriting(settings.output, _files_read(args))
     rules = select_rules(settings.select, settings.ignore, settings.extend_select)
     configure(rules, max_transfer_bytes=settings.max_transfer_bytes)
     paths = [p for p in args.paths if _is_program_input(p)] if args.only_programs else args.paths
