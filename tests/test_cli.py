@@ -582,7 +582,17 @@ def test_output_never_replaces_an_input_of_the_run(capfd, in_ws, tmp_path):
         assert code == 2 and out == "", err
         assert len(lines) == 1 and lines[0].startswith(f"error: {output}: -o names "), err
         assert lines[0].endswith(", an input of this run, and the report would replace it; name another file"), err
+    code, _, err = _check(capfd, "roundtrip.py", "--isolated", "--write-baseline", "roundtrip.py")
+    assert code == 2 and err.strip().endswith("the baseline would replace it; name another file"), err
+    baseline = tmp_path / "baseline.json"
+    code, _, _ = _check(capfd, "roundtrip.py", "--isolated", "--write-baseline", str(baseline))
+    before[baseline] = baseline.read_bytes()
+    code, _, err = _check(capfd, "roundtrip.py", "--isolated", "--baseline", str(baseline), "-o", str(baseline))
+    assert code == 2 and "the report would replace it" in err, err
     assert {path: path.read_bytes() for path in before} == before
+    code, _, err = _check(capfd, "roundtrip.py", "--isolated", "--baseline", str(baseline),
+                          "--write-baseline", str(baseline))
+    assert code == 0, err  # a baseline written over the one it was read from: asked for
 
 
 def test_output_to_a_fifo_without_reader_is_an_error_not_a_hang(capfd, in_ws, tmp_path):

@@ -308,10 +308,11 @@ def _refuse_combinations(args: argparse.Namespace, settings) -> None:
                          f"{settings.output_format} (the JSON findings' `removes` lists the copies a fix deletes)")
 
 
-def _refuse_overwriting(output: Optional[str], inputs: Iterable[Optional[str]]) -> None:
-    """`-o` must not name a file the run reads: the report would replace the user's model
-    (`xferlint check model.py -o model.py`, a slip of the keyboard). `xferlint fix -o`
-    naming its input is another matter: the fixed program replacing it is what was asked."""
+def _refuse_overwriting(output: Optional[str], inputs: Iterable[Optional[str]], option: str = "-o") -> None:
+    """`-o` (or `--write-baseline`) must not name a file the run reads: the report would
+    replace the user's model (`xferlint check model.py -o model.py`, a slip of the
+    keyboard). `xferlint fix -o` naming its input is another matter: the fixed program
+    replacing it is what was asked, as is a baseline written over the one it was read from."""
     if not output or not os.path.exists(output):
         return
     for path in inputs:
@@ -320,16 +321,17 @@ def _refuse_overwriting(output: Optional[str], inputs: Iterable[Optional[str]]) 
         except OSError:  # an input that is not there: its own error line says so
             continue
         if same:
-            raise UsageError(f"{output}: -o names {path}, an input of this run, and the report would replace it; "
-                             "name another file")
+            what = "baseline" if option == "--write-baseline" else "report"
+            raise UsageError(f"{output}: {option} names {path}, an input of this run, and the {what} would replace "
+                             "it; name another file")
 
 
 def _files_read(args: argparse.Namespace) -> list[Optional[str]]:
-    """The files a check reads that its command line names or implies: its inputs, the
-    ETRecord, the baseline and the configuration."""
+    """The files a check reads that its command line names or implies, the baseline aside:
+    its inputs, the ETRecord and the configuration."""
     from xferlint.config import find_pyproject
 
-    files = [*map(_input_file, args.paths), getattr(args, "etrecord", None), getattr(args, "baseline", None)]
+    files = [*map(_input_file, args.paths), getattr(args, "etrecord", None)]
     if not args.isolated:
         files.append(args.config or find_pyproject())
     return files
@@ -355,7 +357,9 @@ def cmd_check(args: argparse.Namespace) -> int:
 
         settings = _settings(args)
     _refuse_combinations(args, settings)
-    _refuse_overwriting(settings.output, _files_read(args))
+    read = _files_read(args)
+    _refuse_overwriting(settings.output, [*read, getattr(args, "baseline", None)])
+    _refuse_overwriting(getattr(args, "write_baseline", None), read, "--write-baseline")
     rules = select_rules(settings.select, settings.ignore, settings.extend_select)
     configure(rules, max_transfer_bytes=settings.max_transfer_bytes)
     paths = [p for p in args.paths if _is_program_input(p)] if args.only_programs else args.paths
