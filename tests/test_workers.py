@@ -87,6 +87,21 @@ def test_pool_outcomes_in_order_each_failure_one_line(tmp_path):
         assert _gone(int(handle.read()))
 
 
+def _oom_score() -> int:
+    with open("/proc/self/oom_score_adj") as handle:
+        return int(handle.read())
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/oom_score_adj"), reason="Linux's OOM killer only")
+def test_a_worker_is_the_oom_killers_first_choice():
+    """A model that exhausts memory should be the process the kernel kills (its input's one
+    error line), not the parent holding the run's results: each worker asks to go first."""
+    before = _oom_score()
+    assert run_tasks([Task("score", _oom_score)], jobs=1, timeout=30, write=lambda data: None,
+                     timeout_message=lambda label, s: label) == [Done(1000)]
+    assert _oom_score() == before  # the parent is left as it was
+
+
 def _chatty(text: str, delay: float):
     def run():
         time.sleep(delay)

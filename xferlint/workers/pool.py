@@ -372,6 +372,7 @@ def _settle_child(output_w: int) -> None:
     except OSError:
         pass
     _die_with_parent()
+    _first_to_go()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and kills us
     for name in ("SIGTERM", "SIGHUP", "SIGPIPE"):
         if hasattr(signal, name):
@@ -388,6 +389,18 @@ def _settle_child(output_w: int) -> None:
     sys.stderr = open(2, "w", buffering=1, encoding="utf-8", errors="backslashreplace", closefd=False)
     if faulthandler.is_enabled():  # on a descriptor of the parent's: dump into our own stderr
         faulthandler.enable(file=sys.stderr)
+
+
+def _first_to_go() -> None:
+    """Linux: make this child the OOM killer's first choice. A model that exhausts memory
+    is then the process killed (one error line for its input, the run goes on), not the
+    parent holding every other input's results, which is as large once torch is loaded,
+    nor some other program on the machine. Raising one's own score needs no privilege."""
+    try:
+        with open("/proc/self/oom_score_adj", "w") as handle:
+            handle.write("1000")
+    except OSError:  # not Linux, or /proc not mounted: the kernel's own choice
+        pass
 
 
 def _die_with_parent() -> None:
