@@ -227,15 +227,16 @@ class CheckRun:
 
 def error_entry(label: str, exc: BaseException) -> InputErrorEntry:
     """The per-input error entry for an exception raised while loading or analysing `label`."""
+    shown = label if label.strip() else repr(label)  # a blank argument, quoted: `'': ...`, not `: ...`
     if isinstance(exc, UnmodelledOpError):
-        return InputErrorEntry(input=label, message=f"{label}: {exc}", kind="unmodelled")
+        return InputErrorEntry(input=label, message=f"{shown}: {exc}", kind="unmodelled")
     if isinstance(exc, XferlintError):
         text = str(exc)
-        return InputErrorEntry(input=label, message=text if text.startswith(label) else f"{label}: {text}", kind="input")
+        return InputErrorEntry(input=label, message=text if text.startswith(shown) else f"{shown}: {text}", kind="input")
     first = (str(exc).strip().splitlines() or [""])[0]
     return InputErrorEntry(
         input=label,
-        message=f"{label}: internal error while analysing ({type(exc).__name__}: {first}); please report it",
+        message=f"{shown}: internal error while analysing ({type(exc).__name__}: {first}); please report it",
         kind="internal",
     )
 

@@ -337,3 +337,17 @@ def test_names_with_line_breaks_and_escapes_stay_one_line(tmp_path, pte_bytes):
     data = json.loads(report.stdout)
     assert {f["input"] for f in data["findings"]} == {good}
     assert [e["input"] for e in data["errors"]] == [bad]
+
+
+def test_an_empty_argument_says_so(tmp_path, pte_bytes):
+    """`xferlint check "$MODEL"` with MODEL unset: the line quotes the blank argument and
+    says what it is, the other inputs are still linted."""
+    from xferlint.pipeline import check_paths
+    from xferlint.selection import select_rules
+
+    good = tmp_path / "good.pte"
+    good.write_bytes(pte_bytes("addsin-noelide"))
+    run = check_paths(["", " ", str(good)], select_rules())
+    assert [e.message for e in run.errors] == [
+        f"{blank!r}: an empty argument, not a file or entry point (an unset shell variable?)" for blank in ("", " ")]
+    assert [loaded.view.input for loaded in run.loaded] == [str(good)]

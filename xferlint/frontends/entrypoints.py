@@ -128,6 +128,8 @@ def _split_key(spec: str) -> tuple[str, Optional[str]]:
 
 def expand(spec: str, discovery: Optional[Discovery] = None) -> list[EntryPoint]:
     """Resolve one command-line input into entry points (a directory gives many)."""
+    if not spec.strip():  # `xferlint check "$MODEL"` with MODEL unset: say so, not `error: : no such file`
+        raise InputError(f"{spec!r}: an empty argument, not a file or entry point (an unset shell variable?)")
     if os.path.isdir(spec):
         found = [EntryPoint(label=_display(p), file=p) for p in walk(spec, _is_candidate, discovery)]
         if not found:
