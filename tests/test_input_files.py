@@ -58,3 +58,22 @@ def test_exclude_patterns_match_as_fnmatch_does(patterns):
         for rel in rels + [name]:
             expected = any(fnmatch.fnmatchcase(name, p) or fnmatch.fnmatchcase(rel, p.rstrip("/")) for p in patterns)
             assert _excluded(name, rel, patterns) == expected, (name, rel)
+
+
+@pytest.mark.parametrize("suffix, problem", [
+    (":", "nothing follows `:` (`model.py:NAME` names one of the file's top-level names)"),
+    (":1x", "`1x` is not a Python name (`model.py:NAME` names one of the file's top-level names)"),
+    (":program:extra", "`program:extra` is not a Python name (`model.py:NAME` names one of the file's top-level names)"),
+])
+def test_a_file_with_a_bad_attribute_says_what_is_wrong_with_it(tmp_path, monkeypatch, suffix, problem):
+    """The file is there: the line is about the attribute, not `no such file`."""
+    from xferlint.frontends.entrypoints import expand
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "model.py").write_text("program = None\n")
+    with pytest.raises(InputError) as raised:
+        expand("model.py" + suffix)
+    assert str(raised.value) == f"model.py{suffix}: {problem}"
+    with pytest.raises(InputError, match=r"^model\.pte:x: a \.pte file has no attributes$"):
+        expand("model.pte:x")
+    assert [e.attr for e in expand("model.py:program")] == ["program"]

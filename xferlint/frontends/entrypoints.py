@@ -117,6 +117,17 @@ def _split_attr(spec: str) -> tuple[str, Optional[str]]:
     return spec, None
 
 
+def _bad_attribute(spec: str) -> None:
+    """`model.py:` or `model.py:1x` (a file, then no Python name): say what is wrong with
+    the attribute rather than that no such file exists."""
+    head, _, tail = spec.partition(":")
+    if head.endswith(PROGRAM_SUFFIXES):
+        raise InputError(f"{spec}: a {os.path.splitext(head)[1]} file has no attributes")
+    if (head.endswith(".py") or os.path.isfile(head)) and not tail.isidentifier():
+        what = "nothing follows `:`" if not tail else f"`{tail}` is not a Python name"
+        raise InputError(f"{spec}: {what} (`{head}:NAME` names one of the file's top-level names)")
+
+
 def _split_key(spec: str) -> tuple[str, Optional[str]]:
     """`model.py:program[edge]` -> (`model.py:program`, `edge`): one program of a dict, as
     the output names it."""
@@ -141,6 +152,8 @@ def expand(spec: str, discovery: Optional[Discovery] = None) -> list[EntryPoint]
         if spec.endswith(PROGRAM_SUFFIXES):
             raise InputError(f"{spec}[{key}]: a {os.path.splitext(spec)[1]} file holds one program; name the file alone")
         return [replace(e, key=key, label=f"{e.label}[{key}]") for e in expand(spec, discovery)]
+    if ":" in spec and not os.path.exists(spec):
+        _bad_attribute(spec)
     base, attr = _split_attr(spec)
     if base.endswith((".py",) + PROGRAM_SUFFIXES) or os.sep in base or os.path.exists(base):
         if not os.path.exists(base):
