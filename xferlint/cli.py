@@ -272,10 +272,17 @@ def _write(text: str, output: Optional[str]) -> None:
             write_atomic_text(output, text)
         except OSError as exc:  # a user error (no such directory, read-only): one line, exit 2
             raise UsageError(f"{output}: cannot write the report ({exc.strerror or exc})") from None
-    else:
+        return
+    if sys.stdout is None:  # started with its standard output closed (`>&-`)
+        raise UsageError("standard output is closed: nowhere to write the report (-o FILE writes it to a file)")
+    try:
         for piece in text_pieces(text):
             sys.stdout.write(piece)
         sys.stdout.flush()
+    except BrokenPipeError:
+        raise  # the reader is gone (`| head`): `main` ends quietly
+    except OSError as exc:  # a full disk (`> /dev/full`), a quota: one line, exit 2
+        raise UsageError(f"standard output: cannot write the report ({exc.strerror or exc})") from None
 
 
 def _is_program_input(path: str) -> bool:
@@ -632,6 +639,19 @@ def _catch_termination() -> None:
                 pass
 
 
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """`parser.parse_args(argv)`, with a check's paths before and after its options
+    (`xferlint check a.pte --select XF001 b.pte`, as ruff and mypy take them): argparse
+    takes one run of positionals and leaves the rest unrecognised, and its intermixed
+    parsing does not support sub-commands."""
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command == "check" and not any(item.startswith("-") for item in extra):
+        args.paths = [*args.paths, *extra]
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
 def main(argv: Optional[Sequence[str]] = None, *, exiting: bool = False) -> int:
     """Run one command. `exiting`: the process ends right after (the console script), so
     the run's programs are left for the operating system to reclaim, not freed."""
@@ -639,7 +659,7 @@ def main(argv: Optional[Sequence[str]] = None, *, exiting: bool = False) -> int:
     _catch_termination()
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(argv[0] if argv and argv[0] in _COMMANDS else None)
-    args = parser.parse_args(argv)
+    args = _parse(parser, argv)
     if args.command is None:
         parser.print_help(sys.stderr)
         return EXIT_ERROR
@@ -690,6 +710,21 @@ def _run(handler, args: argparse.Namespace, exiting: bool) -> int:
         return EXIT_ERROR
 
 
+def _hold_closed_descriptors() -> None:
+    """A standard descriptor closed when the process started (`2>&-`) is held open on
+    /dev/null. Otherwise the next file xferlint opens takes its number, and what is meant
+    for stderr lands in that file; and with `sys.stderr` None, `print(file=sys.stderr)`
+    writes to stdout, into the report. What was meant for a closed stderr is dropped; a
+    closed stdout is still an error when the report is due (`_write`)."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            os.open(os.devnull, os.O_RDWR)  # the lowest free number: this one
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w")
+
+
 def console() -> None:
     """The console script: `main`, then the process ends without freeing its heap.
 
@@ -698,10 +733,13 @@ def console() -> None:
     the same way). Output is flushed and atexit handlers run first, so only the freeing
     is skipped. In-process callers (the API, the tests) call `main` and keep Python's
     usual exit."""
+    _hold_closed_descriptors()
     code = main(exiting=True)
     import atexit
 
     for stream in (sys.stdout, sys.stderr):
+        if stream is None:  # closed when the process started (`>&-`): nothing was written there
+            continue
         try:
             stream.flush()
         except (OSError, ValueError):  # a reader gone (`| head`) or a stream closed: nothing to save

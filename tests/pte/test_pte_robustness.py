@@ -351,3 +351,50 @@ def test_an_empty_argument_says_so(tmp_path, pte_bytes):
     assert [e.message for e in run.errors] == [
         f"{blank!r}: an empty argument, not a file or entry point (an unset shell variable?)" for blank in ("", " ")]
     assert [loaded.view.input for loaded in run.loaded] == [str(good)]
+
+
+def _closing(fd: int):
+    return lambda: os.close(fd)
+
+
+def test_closed_or_full_standard_streams(xferlint_exe, pte_file, tmp_path):
+    """stdout closed (`>&-`) or full (`> /dev/full`): one error line, exit 2, no traceback.
+    stderr closed (`2>&-`): its lines are dropped, not written into the report on stdout."""
+    good, missing = pte_file("addsin-noelide"), str(tmp_path / "missing.pte")
+    check = [xferlint_exe, "check", good, "--isolated"]
+    closed = subprocess.run(check, stderr=subprocess.PIPE, text=True, timeout=120, preexec_fn=_closing(1))
+    assert closed.returncode == 2
+    assert closed.stderr.splitlines() == [
+        "error: standard output is closed: nowhere to write the report (-o FILE writes it to a file)"]
+    if os.path.exists("/dev/full"):
+        with open("/dev/full", "w") as full:
+            done = subprocess.run(check, stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
+        assert done.returncode == 2
+        assert done.stderr.splitlines() == ["error: standard output: cannot write the report (No space left on device)"]
+    quiet = subprocess.run(check + [missing, "--format", "json"], stdout=subprocess.PIPE, text=True, timeout=120,
+                           preexec_fn=_closing(2))
+    import json
+
+    assert quiet.stdout.startswith("{"), (quiet.returncode, quiet.stdout[:300])
+    report = json.loads(quiet.stdout)
+    assert quiet.returncode == 2 and len(report["errors"]) == 1 and report["findings"]
+
+
+def test_paths_before_and_after_options(capsys, pte_file, tmp_path):
+    """`xferlint check a.pte --select XF001 b.pte`: paths on both sides of the options are
+    all inputs (as ruff and mypy take them); an unknown option is still one usage error."""
+    import json
+
+    from xferlint.cli import main
+
+    good, missing = pte_file("addsin-noelide"), str(tmp_path / "missing.pte")
+    code = main(["check", good, "--isolated", "--select", "XF001", missing, "--format", "json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 2 and [e["input"] for e in report["errors"]] == [missing] and report["findings"]
+    with pytest.raises(SystemExit) as usage:
+        main(["check", good, "--bogus", missing])
+    assert usage.value.code == 2
+    assert capsys.readouterr().err == f"error: unrecognized arguments: --bogus {missing} (see `xferlint --help`)\n"
+    with pytest.raises(SystemExit):
+        main(["fix", good, "-o", str(tmp_path / "out.pte"), missing])  # fix takes one input
+    assert capsys.readouterr().err == f"error: unrecognized arguments: {missing} (see `xferlint --help`)\n"
