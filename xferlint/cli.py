@@ -265,7 +265,7 @@ def _patterns(values) -> list[str]:
 def _write(text: str, output: Optional[str]) -> None:
     """The report to `output` (atomically) or stdout, a slice at a time: encoding a report of
     tens of MB whole would copy it once more into fresh memory."""
-    from xferlint.fsutil import text_pieces, write_atomic_text
+    from xferlint.fsutil import write_atomic_text
 
     if output:
         try:
@@ -273,16 +273,26 @@ def _write(text: str, output: Optional[str]) -> None:
         except OSError as exc:  # a user error (no such directory, read-only): one line, exit 2
             raise UsageError(f"{output}: cannot write the report ({exc.strerror or exc})") from None
         return
-    if sys.stdout is None:  # started with its standard output closed (`>&-`)
-        raise UsageError("standard output is closed: nowhere to write the report (-o FILE writes it to a file)")
+    _stdout(text, "the report", " (-o FILE writes it to a file)")
+
+
+def _stdout(text: str, what: str = "the output", hint: str = "") -> None:
+    """`text` on stdout, now (flushed), a slice at a time; a stdout closed when the process
+    started (`>&-`) or that cannot take it (`> /dev/full`, a quota) is one error line and
+    exit 2, not an internal error. A reader that went away (`| head`) is `main`'s to end
+    quietly."""
+    from xferlint.fsutil import text_pieces
+
+    if sys.stdout is None:
+        raise UsageError(f"standard output is closed: nowhere to write {what}{hint}")
     try:
         for piece in text_pieces(text):
             sys.stdout.write(piece)
         sys.stdout.flush()
     except BrokenPipeError:
-        raise  # the reader is gone (`| head`): `main` ends quietly
-    except OSError as exc:  # a full disk (`> /dev/full`), a quota: one line, exit 2
-        raise UsageError(f"standard output: cannot write the report ({exc.strerror or exc})") from None
+        raise
+    except OSError as exc:
+        raise UsageError(f"standard output: cannot write {what} ({exc.strerror or exc})") from None
 
 
 def _is_program_input(path: str) -> bool:
@@ -568,13 +578,11 @@ def cmd_fix(args: argparse.Namespace) -> int:
     from xferlint.noqa_commands import fix_comments_of
 
     fix_comments_of(args.input, rules, settings.project_root, settings.strict)  # XF100: the model's comments
-    if args.diff:
-        sys.stdout.write(result.diff())
-    for line in [] if args.quiet else result.summary_lines() + result.notes:
-        print(one_line(line))
+    lines = [] if args.quiet else result.summary_lines() + result.notes
+    _stdout((result.diff() if args.diff else "") + "".join(one_line(line) + "\n" for line in lines), "the summary")
     if not result.changed and isinstance(result.program, (bytes, bytearray)):
         # a file nothing was fixed in: the output would be a copy of the input
-        print(f"{one_line(output)} not written: nothing was fixed in {one_line(args.input)}")
+        _stdout(f"{one_line(output)} not written: nothing was fixed in {one_line(args.input)}\n", "the summary")
         return EXIT_FINDINGS if result.skipped else EXIT_CLEAN
     data, extra = result.buffer, result.data_files
     for path, blob in [(output, data)] + [(os.path.join(directory, n), b) for n, b in sorted(extra.items())]:
@@ -582,7 +590,8 @@ def cmd_fix(args: argparse.Namespace) -> int:
             write_atomic(path, blob)
         except OSError as exc:
             raise FixWriteError(path, exc) from None
-    print(f"wrote {one_line(output)} ({len(data)} bytes)" + (f" and {', '.join(sorted(extra))}" if extra else ""))
+    also = f" and {', '.join(sorted(extra))}" if extra else ""
+    _stdout(f"wrote {one_line(output)} ({len(data)} bytes){also}\n", "the summary")
     return EXIT_FINDINGS if result.skipped else EXIT_CLEAN
 
 
@@ -591,7 +600,7 @@ def cmd_rule(args: argparse.Namespace) -> int:
 
     if not args.all and not args.code:
         raise UsageError("name a rule (e.g. `xferlint rule XF001`) or pass --all")
-    sys.stdout.write(explain(None if args.all else args.code, fmt=args.format))
+    _stdout(explain(None if args.all else args.code, fmt=args.format), "the rule's text")
     return EXIT_CLEAN
 
 
@@ -600,7 +609,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
     from xferlint.report import json_schema
 
-    sys.stdout.write(json.dumps(json_schema(), indent=2, sort_keys=True) + "\n")
+    _stdout(json.dumps(json_schema(), indent=2, sort_keys=True) + "\n", "the schema")
     return EXIT_CLEAN
 
 

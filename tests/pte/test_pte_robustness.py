@@ -371,6 +371,19 @@ def test_closed_or_full_standard_streams(xferlint_exe, pte_file, tmp_path):
             done = subprocess.run(check, stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
         assert done.returncode == 2
         assert done.stderr.splitlines() == ["error: standard output: cannot write the report (No space left on device)"]
+        for argv, what in ((["rule", "XF001"], "the rule's text"), (["schema"], "the schema"),
+                           (["fix", good, "-o", str(tmp_path / "fixed.pte")], "the summary")):
+            with open("/dev/full", "w") as full:
+                done = subprocess.run([xferlint_exe, *argv], stdout=full, stderr=subprocess.PIPE, text=True,
+                                      timeout=120)
+            assert done.returncode == 2
+            assert done.stderr.splitlines() == [f"error: standard output: cannot write {what} (No space left on "
+                                                "device)"], done.stderr
+        assert not (tmp_path / "fixed.pte").exists()
+    closed = subprocess.run([xferlint_exe, "schema"], stderr=subprocess.PIPE, text=True, timeout=120,
+                            preexec_fn=_closing(1))
+    assert closed.returncode == 2
+    assert closed.stderr.splitlines() == ["error: standard output is closed: nowhere to write the schema"]
     quiet = subprocess.run(check + [missing, "--format", "json"], stdout=subprocess.PIPE, text=True, timeout=120,
                            preexec_fn=_closing(2))
     import json
