@@ -347,17 +347,12 @@ def _files_read(args: argparse.Namespace) -> list[Optional[str]]:
     """The files a check reads that its command line names or implies, the baseline aside:
     its inputs, the ETRecord and the configuration."""
     from xferlint.config import find_pyproject
+    from xferlint.frontends.entrypoints import file_of
 
-    files = [*map(_input_file, args.paths), getattr(args, "etrecord", None)]
+    files = [*map(file_of, args.paths), getattr(args, "etrecord", None)]
     if not args.isolated:
         files.append(args.config or find_pyproject())
     return files
-
-
-def _input_file(spec: str) -> str:
-    """The file an input names: `model.py:program` -> `model.py`."""
-    base, sep, attr = spec.rpartition(":")
-    return base if sep and base.endswith(".py") and attr.isidentifier() else spec
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -398,7 +393,9 @@ def cmd_check(args: argparse.Namespace) -> int:
                       fix=FixOptions(unsafe_fixes=settings.unsafe_fixes) if args.diff else None,
                       project_root=root, settle=settle,
                       cache=_cache(args, rules, settings, settle, draws, root) if source_map is None else None)
-    _refuse_overwriting(settings.output, (loaded.view.file for loaded in run.loaded))  # found in a directory
+    found = [loaded.view.file for loaded in run.loaded]  # the inputs a directory held
+    _refuse_overwriting(settings.output, found)
+    _refuse_overwriting(getattr(args, "write_baseline", None), found, "--write-baseline")
     noqa_commands.print_notes(run)
     apply_per_file_ignores(run, settings.per_file_ignores, settings.extend_per_file_ignores)
     tried = settle_fixability(run, rules, unsafe_fixes=settings.unsafe_fixes, strict=settings.strict,

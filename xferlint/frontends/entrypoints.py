@@ -117,6 +117,11 @@ def _split_attr(spec: str) -> tuple[str, Optional[str]]:
     return spec, None
 
 
+def file_of(spec: str) -> str:
+    """The path a command-line input names: `model.py:program[edge]` -> `model.py`."""
+    return _split_attr(_split_key(spec)[0])[0]
+
+
 def _bad_attribute(spec: str) -> None:
     """`model.py:` or `model.py:1x` (a file, then no Python name): say what is wrong with
     the attribute rather than that no such file exists."""
