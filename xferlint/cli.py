@@ -671,6 +671,13 @@ def main(argv: Optional[Sequence[str]] = None, *, exiting: bool = False) -> int:
         return EXIT_ERROR
     handler = {"check": cmd_check, "fix": cmd_fix, "rule": cmd_rule, "schema": cmd_schema,
                "clean": cmd_clean}[args.command]
+    try:
+        if args.command in ("check", "fix"):
+            os.getcwd()  # their paths are shown, and configs found, relative to it
+    except FileNotFoundError:
+        print_error("the current directory no longer exists (removed while the shell was in it?); "
+                    "cd into one that does")
+        return EXIT_ERROR
     set_quiet(bool(getattr(args, "quiet", False)))
     if getattr(args, "silent", False):
         return _silently(handler, args, exiting)

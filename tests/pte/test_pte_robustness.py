@@ -411,3 +411,26 @@ def test_paths_before_and_after_options(capsys, pte_file, tmp_path):
     with pytest.raises(SystemExit):
         main(["fix", good, "-o", str(tmp_path / "out.pte"), missing])  # fix takes one input
     assert capsys.readouterr().err == f"error: unrecognized arguments: {missing} (see `xferlint --help`)\n"
+
+
+def test_a_removed_working_directory_is_one_line(xferlint_exe, pte_file, tmp_path):
+    """The shell's directory was removed under it: check and fix say so in one line; the
+    commands that read no paths still run."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+
+    def enter_and_remove():
+        os.chdir(gone)
+        os.rmdir(gone)
+
+    good = pte_file("addsin-noelide")
+    for argv in (["check", good], ["fix", good, "-o", str(tmp_path / "fixed.pte")]):
+        done = subprocess.run([xferlint_exe, *argv], capture_output=True, text=True, timeout=120,
+                              preexec_fn=enter_and_remove)
+        gone.mkdir()
+        assert done.returncode == 2 and done.stdout == ""
+        assert done.stderr == ("error: the current directory no longer exists (removed while the shell was in it?); "
+                               "cd into one that does\n")
+    done = subprocess.run([xferlint_exe, "rule", "XF001"], capture_output=True, text=True, timeout=120,
+                          preexec_fn=enter_and_remove)
+    assert done.returncode == 0 and done.stdout.startswith("# redundant-round-trip (XF001)")
