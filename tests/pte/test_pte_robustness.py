@@ -247,22 +247,29 @@ def test_two_methods_of_the_same_name_are_malformed(pte_bytes):
 
 def test_fifos_devices_and_sparse_files_are_refused_without_reading_them(tmp_path, pte_bytes):
     """Only regular files are read, and a file's header is checked before the rest: a FIFO
-    with no writer (given or inside a directory), a link to /dev/zero and a 2 GiB sparse
-    file are each one line, at once; the good file beside them is linted."""
+    with no writer (given or inside a directory), a link to /dev/zero, a socket and a 2 GiB
+    sparse file are each one line, at once; the good file beside them is linted."""
     from xferlint.pipeline import check_paths
     from xferlint.selection import select_rules
 
+    import socket
+
     os.mkfifo(tmp_path / "fifo.pte")
     (tmp_path / "zero.pte").symlink_to("/dev/zero")
+    listening = socket.socket(socket.AF_UNIX)  # a socket cannot even be opened: said as what it is
+    listening.bind(str(tmp_path / "sock.pte"))
     with open(tmp_path / "sparse.pte", "wb") as handle:
         handle.truncate(2 << 30)
     inside = tmp_path / "dir"
     inside.mkdir()
     os.mkfifo(inside / "pipe.pte")
     (inside / "good.pte").write_bytes(pte_bytes("addsin-noelide"))
-    run = check_paths([str(tmp_path / n) for n in ("fifo.pte", "zero.pte", "sparse.pte", "dir")], select_rules())
+    names = ("fifo.pte", "zero.pte", "sparse.pte", "sock.pte", "dir")
+    run = check_paths([str(tmp_path / n) for n in names], select_rules())
+    listening.close()
     messages = {os.path.basename(e.input): e.message for e in run.errors}
-    assert set(messages) == {"fifo.pte", "zero.pte", "sparse.pte", "pipe.pte"}
+    assert set(messages) == {"fifo.pte", "zero.pte", "sparse.pte", "sock.pte", "pipe.pte"}
+    assert messages["sock.pte"].endswith("sock.pte: is a socket, not a .pte file; only regular files are read")
     assert "is a FIFO, not a .pte file" in messages["fifo.pte"] and "is a FIFO" in messages["pipe.pte"]
     assert "is a character device" in messages["zero.pte"]
     assert "not an ExecuTorch program" in messages["sparse.pte"]

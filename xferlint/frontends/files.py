@@ -76,7 +76,19 @@ def _input_error(label: str, what: str, exc: OSError, path: str = "") -> InputEr
         return InputError(f"{label}: permission denied")
     if exc.errno == errno.EINVAL and exc.strerror and not exc.strerror.startswith("Invalid"):
         return InputError(f"{label}: is {exc.strerror}, not {what}; only regular files are read")
+    kind = _kind_of(path)  # a socket cannot even be opened (ENXIO): say what it is, not errno's words
+    if kind is not None:
+        return InputError(f"{label}: is {kind}, not {what}; only regular files are read")
     return InputError(f"{label}: cannot be read ({exc.strerror or exc})")
+
+
+def _kind_of(path: str) -> Optional[str]:
+    """What `path` is when it is no regular file (by stat: nothing is opened), else None."""
+    try:
+        mode = os.stat(path).st_mode if path else None
+    except OSError:
+        return None
+    return None if mode is None or stat.S_ISREG(mode) else _kind(mode)
 
 
 def check_regular(path: str, label: str, *, what: str, limit: int) -> int:
