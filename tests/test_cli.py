@@ -566,6 +566,17 @@ def test_output_refuses_a_read_only_file_and_writes_through_links(capfd, in_ws, 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["link.json", "locked.json", "real.json"]
 
 
+def test_an_entry_point_named_twice_is_linted_once(capfd, in_ws):
+    """`m.py`, `m.py:program` and `./m.py` name one entry point: lowered and counted once."""
+    code, out, _ = _check(capfd, "roundtrip.py", "--format", "json", "--isolated")
+    single = json.loads(out)
+    code, out, _ = _check(capfd, "roundtrip.py", "roundtrip.py:program", "./roundtrip.py", "--format", "json",
+                          "--isolated")
+    report = json.loads(out)
+    assert code == 1 and report["summary"]["programs"] == 1
+    assert report["findings"] == single["findings"]
+
+
 def test_output_never_replaces_an_input_of_the_run(capfd, in_ws, tmp_path):
     """`-o` naming a file the run reads (given, with its attribute, found in a directory, or
     its configuration) is one line and exit 2, and the file is as it was: a slip of the keyboard must not put a

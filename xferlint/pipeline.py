@@ -21,7 +21,7 @@ from xferlint.errors import InputError, UnmodelledOpError, XferlintError
 from xferlint.findings import Finding, InputErrorEntry
 from xferlint.frontends import LoadedProgram
 from xferlint.frontends.discovery import Discovery
-from xferlint.frontends.entrypoints import EntryPoint, ProgramObject, expand, load_entry_point
+from xferlint.frontends.entrypoints import EntryPoint, ProgramObject, expand, first_of_each, load_entry_point
 from xferlint.records import dataclass
 from xferlint.report import Report, build_report
 from xferlint.rules._lint import lint_method
@@ -251,10 +251,11 @@ def check_paths(paths: Iterable[str], rules: Sequence[Rule], strict: bool = Fals
     `project_root` (when given) are not honoured."""
     run = CheckRun(timelines=[] if timelines else None, record=new_record(rules, project_root))
     collecting = gc.isenabled()
+    seen: set = set()
     try:
         for spec in paths:
             try:
-                entries = expand(spec, discovery)
+                entries = first_of_each(expand(spec, discovery), seen)
             except InputError as exc:
                 run.inputs += 1
                 run.errors.append(error_entry(spec, exc))

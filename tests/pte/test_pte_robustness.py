@@ -441,3 +441,26 @@ def test_a_removed_working_directory_is_one_line(xferlint_exe, pte_file, tmp_pat
     done = subprocess.run([xferlint_exe, "rule", "XF001"], capture_output=True, text=True, timeout=120,
                           preexec_fn=enter_and_remove)
     assert done.returncode == 0 and done.stdout.startswith("# redundant-round-trip (XF001)")
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_program_named_twice_is_linted_and_counted_once(capsys, monkeypatch, tmp_path, pte_bytes, jobs):
+    """The same file by another spelling, through a link, or inside a directory also given:
+    one program, its findings once, under the name it was first given (as ruff counts)."""
+    import json
+
+    from xferlint.cli import main
+    from xferlint.pipeline import check_paths
+    from xferlint.selection import select_rules
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "dir" / "a.pte").write_bytes(pte_bytes("addsin-noelide"))
+    (tmp_path / "link.pte").symlink_to(tmp_path / "dir" / "a.pte")
+    names = ["dir/a.pte", "./dir/a.pte", "link.pte", "dir", str(tmp_path / "dir" / "a.pte")]
+    assert main(["check", *names, "--isolated", "--format", "json", "-j", jobs]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["summary"]["programs"] == 1
+    assert [f["input"] for f in report["findings"]] == ["dir/a.pte"]
+    once = check_paths(names, select_rules())
+    assert [loaded.view.input for loaded in once.loaded] == ["dir/a.pte"] and once.inputs == 1

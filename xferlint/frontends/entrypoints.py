@@ -15,7 +15,7 @@ import os
 import sys
 import re
 from dataclasses import replace
-from typing import Any, Iterator, Optional
+from typing import Any, Iterable, Iterator, Optional
 
 from xferlint.errors import InputError, InterruptedInput
 from xferlint.frontends import is_program_object
@@ -115,6 +115,29 @@ def _split_attr(spec: str) -> tuple[str, Optional[str]]:
     if sep and tail.isidentifier() and head:
         return head, tail
     return spec, None
+
+
+def first_of_each(entries: Iterable[EntryPoint], seen: set) -> list[EntryPoint]:
+    """`entries` less those already in `seen` (which they join): one program named twice
+    (`a.pte ./a.pte`, a directory and a file in it, `m.py` and `m.py:program`) is linted
+    and counted once, under the name it was first given, as ruff and mypy count a file."""
+    kept = []
+    for entry in entries:
+        identity = (_file_identity(entry.file) if entry.file else entry.module, entry.attr, entry.key)
+        if identity not in seen:
+            seen.add(identity)
+            kept.append(entry)
+    return kept
+
+
+def _file_identity(path: str) -> Any:
+    """The file itself (device and inode: links and other spellings of one path agree),
+    else the path made absolute."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return os.path.abspath(path)
+    return info.st_dev, info.st_ino
 
 
 def file_of(spec: str) -> str:

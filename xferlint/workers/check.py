@@ -26,7 +26,7 @@ from xferlint.errors import FixError, InputError, InterruptedInput, XferlintErro
 from xferlint.findings import InputErrorEntry
 from xferlint.frontends import Detached, LoadedProgram
 from xferlint.frontends.discovery import Discovery
-from xferlint.frontends.entrypoints import EntryPoint, expand, stdout_to_stderr
+from xferlint.frontends.entrypoints import EntryPoint, expand, first_of_each, stdout_to_stderr
 from xferlint.pipeline import CheckRun, check_entry, collector_paused, comment_findings, error_entry, new_record
 from xferlint.progress import Progress
 from xferlint.records import dataclass
@@ -85,9 +85,10 @@ def check_paths(paths: Iterable[str], rules: Sequence[Rule], *, strict: bool = F
     keeps its own suppression record, merged in input order."""
     template = new_record(rules, project_root)
     slots: list[Union[InputErrorEntry, EntryPoint]] = []
+    seen: set = set()
     for spec in paths:
         try:
-            slots.extend(expand(spec, discovery))
+            slots.extend(first_of_each(expand(spec, discovery), seen))
         except InputError as exc:
             slots.append(error_entry(spec, exc))
     parts: list[Optional[CheckRun]] = [None] * len(slots)
