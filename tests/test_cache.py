@@ -233,6 +233,26 @@ def test_unusable_entries_and_folders_only_cost_time(project, tmp_path, loads):
     assert _check(str(tmp_path / "d.json"), cache=str(blocked)) == _check(str(tmp_path / "c.json"))
 
 
+def test_a_damaged_entry_is_checked_again_not_reported(project, tmp_path, loads):
+    """One flipped bit in the middle of an entry, where the findings are (past the header
+    that says whether it is stale), or an entry cut short: the file is checked again and the
+    report is the one without the cache, never the damaged findings."""
+    cache = tmp_path / "cache"
+    plain = _check(str(tmp_path / "plain.json"), cache=str(cache))
+    entries = sorted(cache.glob("*/*"))
+    assert len(entries) == 3
+    for k, entry in enumerate(entries):
+        data = bytearray(entry.read_bytes())
+        if k == 0:
+            data = data[:len(data) - 40]
+        else:
+            data[len(data) * 2 // 3] ^= 0x20  # a letter's case, a digit's neighbour: still a pickle
+        entry.write_bytes(bytes(data))
+    loads.clear()
+    assert _check(str(tmp_path / "again.json"), cache=str(cache)) == plain
+    assert len(loads) == 3  # each damaged entry: its file checked again
+
+
 def test_runs_that_need_the_programs_and_opting_out_write_no_cache(project, tmp_path, monkeypatch):
     cache = tmp_path / "cache"
     main(["check", "ladder.pte", "--diff", "--isolated", "--cache-dir", str(cache), "-o", str(tmp_path / "d.txt")])

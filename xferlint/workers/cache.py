@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from xferlint.workers.files import SettleOptions
     from xferlint.workers.payloads import Partial
 
-FORMAT = 2  # bumped when an entry's layout changes
+FORMAT = 3  # bumped when an entry's layout changes
 KEPT_RUNS = 8  # run folders kept beside a new one (each settings or xferlint change makes one)
 _DISABLING = ("1", "true", "yes", "on")
 _RUN_FOLDER = re.compile(r"v[0-9]+-[0-9a-f]+")  # what `ResultCache` names its folders
@@ -77,8 +77,9 @@ class Stamp:
 
 class ResultCache:
     """The entries of one run key, in `folder/<run key>/`: each file's entry is two pickles,
-    its header (format, Stamp, source files' stats) and then its Partial, so a stale entry
-    is told from its header alone."""
+    its header (format, Stamp, source files' stats, the length and CRC-32 of what follows)
+    and then its Partial, so a stale entry is told from its header alone and a damaged one
+    from its check."""
 
     __slots__ = ("root", "folder", "created")
 
@@ -100,12 +101,15 @@ class ResultCache:
             if now is None:
                 return None
             with open(self._entry(label, path), "rb") as handle:
-                version, stamp, sources = pickle.load(handle)
+                version, stamp, sources, check = pickle.load(handle)
                 if version != FORMAT or _stamps(s[0] for s in sources) != sources:
                     return None
                 if stamp.stat != now and stamp.digest != _digest(path):
                     return None
-                return pickle.load(handle)
+                data = handle.read()
+            if _check_of(data) != check:  # a flipped bit, a truncated or overwritten entry: check the file
+                return None
+            return pickle.loads(data)
         except Exception:  # noqa: BLE001 - no entry, or one this code cannot read: check the file
             return None
 
@@ -123,8 +127,8 @@ class ResultCache:
         try:
             import pickle
 
-            header = pickle.dumps((FORMAT, stamp, _stamps(sorted(set(partial.sources)))), protocol=5)
             data = pickle.dumps(partial, protocol=5)
+            header = pickle.dumps((FORMAT, stamp, _stamps(sorted(set(partial.sources))), _check_of(data)), protocol=5)
             self._make_folder()
             target = self._entry(label, path)
             temporary = os.path.join(self.folder, f".xferlint-{os.getpid()}-{os.path.basename(target)}.tmp")
@@ -255,6 +259,15 @@ def _executorch_stamp(folder: Optional[str] = None) -> list:
         return [folder, os.stat(folder).st_mtime_ns]
     except OSError:
         return [folder]
+
+
+def _check_of(data: bytes) -> tuple[int, int]:
+    """An entry's result is used only when its bytes are the ones written: their length
+    and CRC-32 (a disk's flipped bit or a partly overwritten entry would otherwise put
+    wrong findings in a report, silently)."""
+    import zlib
+
+    return len(data), zlib.crc32(data)
 
 
 def _stat(path: str) -> Optional[tuple]:
