@@ -93,15 +93,20 @@ def read(path: str) -> list[Entry]:
     for i, row in enumerate(data["entries"]):
         try:
             out.append(Entry(fingerprint=str(row["fingerprint"]), code=str(row["code"]), input=str(row["input"]),
-                             message=str(row.get("message", "")), count=int(row.get("count", 1))))
-        except (KeyError, TypeError, ValueError):
+                             message=str(row.get("message", "")), count=row.get("count", 1)))
+        except (KeyError, TypeError, AttributeError):
             raise UsageError(f"{path}: entry {i} is malformed (needs fingerprint, code, input)") from None
+        count = out[-1].count
+        if type(count) is not int or count < 1:  # a bool is no count; 2.7 or -5 accept no finding sensibly
+            raise UsageError(f"{path}: entry {i} has count {json.dumps(count)}; a count is a whole number of at least 1")
     return out
 
 
 def apply(findings: Iterable[Finding], entries: list[Entry], root: str) -> Matched:
     """Findings the entries account for (counted), the new ones, and the stale entries."""
-    left = Counter({e.fingerprint: e.count for e in entries})
+    left: Counter[str] = Counter()
+    for e in entries:  # one fingerprint listed twice (two baselines merged by hand): both counts
+        left[e.fingerprint] += e.count
     used: Counter[str] = Counter()
     result = Matched()
     for f in findings:
@@ -112,9 +117,11 @@ def apply(findings: Iterable[Finding], entries: list[Entry], root: str) -> Match
             result.baselined.append(f)
         else:
             result.new.append(f)
-    for e in entries:
-        if used[e.fingerprint]:
-            result.kept.append(Entry(e.fingerprint, e.code, e.input, e.message, min(e.count, used[e.fingerprint])))
-        if left[e.fingerprint] > 0:
+    for e in entries:  # the findings accepted are credited to the entries in order
+        take = min(e.count, used[e.fingerprint])
+        used[e.fingerprint] -= take
+        if take:
+            result.kept.append(Entry(e.fingerprint, e.code, e.input, e.message, take))
+        if take < e.count:
             result.stale.append(e)
     return result
