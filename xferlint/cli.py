@@ -736,6 +736,10 @@ def _hold_closed_descriptors() -> None:
             os.open(os.devnull, os.O_RDWR)  # the lowest free number: this one
     if sys.stderr is None:
         sys.stderr = open(os.devnull, "w")
+    if sys.stdout is not None and hasattr(sys.stdout, "reconfigure"):
+        # what a -o file gets too (`fsutil.encoded_pieces`): a file name that is no UTF-8 as
+        # escapes, not as a crash (strict) nor as raw bytes that leave the report invalid UTF-8
+        sys.stdout.reconfigure(errors="backslashreplace")
 
 
 def console() -> None:

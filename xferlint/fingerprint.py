@@ -64,7 +64,9 @@ def finding_key(finding: Finding, uri: str) -> tuple:
 
 
 def digest(key: tuple) -> str:
-    encoded = json.dumps(key, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    # surrogatepass: a file name that is no UTF-8 is held as lone surrogates; every other
+    # text encodes as plain UTF-8, so no fingerprint of a valid name changes
+    encoded = json.dumps(key, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
     return hashlib.sha256(encoded).hexdigest()[:32]
 
 

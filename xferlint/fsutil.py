@@ -89,9 +89,13 @@ def write_atomic_text(path: str, text: str) -> None:
 
 
 def encoded_pieces(text: str, size: int = 1 << 20) -> Iterator[bytes]:
-    """`text`'s UTF-8 in pieces of `size` characters: together, `text.encode("utf-8")`."""
+    """`text`'s UTF-8 in pieces of `size` characters: together, `text.encode("utf-8",
+    "backslashreplace")`. Only a file name that is no UTF-8 (Python holds its bytes as lone
+    surrogates) has characters UTF-8 cannot encode: each is written as its escape,
+    `\\udcff`, which a JSON report reads back as that same character (so
+    `os.fsencode` gives the name's bytes), and the report stays valid UTF-8."""
     for piece in text_pieces(text, size):
-        yield piece.encode("utf-8")
+        yield piece.encode("utf-8", "backslashreplace")
 
 
 def text_pieces(text: str, size: int = 1 << 20) -> Iterator[str]:

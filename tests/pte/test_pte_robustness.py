@@ -464,3 +464,34 @@ def test_a_program_named_twice_is_linted_and_counted_once(capsys, monkeypatch, t
     assert [f["input"] for f in report["findings"]] == ["dir/a.pte"]
     once = check_paths(names, select_rules())
     assert [loaded.view.input for loaded in once.loaded] == ["dir/a.pte"] and once.inputs == 1
+
+
+def test_a_file_name_that_is_no_utf8_gives_valid_reports(xferlint_exe, tmp_path, pte_bytes):
+    """Linux file names are bytes: `\\xff.pte` is no UTF-8. Every report is still valid
+    UTF-8 (JSON on stdout and in a file, SARIF, the text); JSON gives the name back as the
+    characters Python holds it as (so `os.fsencode` gives its bytes), SARIF's URI quotes its
+    bytes, and a baseline written for it accepts its findings."""
+    import json
+
+    name = os.fsdecode(b"\xff\xfe.pte")
+    (tmp_path / name).write_bytes(pte_bytes("addsin-noelide"))
+
+    def run(*argv):
+        done = subprocess.run([xferlint_exe, "check", name, "--isolated", *argv], capture_output=True,
+                              timeout=120, cwd=tmp_path)
+        assert b"internal error" not in done.stderr and b"Traceback" not in done.stderr, done.stderr
+        return done.returncode, done.stdout.decode("utf-8")  # strict: valid UTF-8 or this raises
+
+    code, out = run("--format", "json")
+    assert code == 1 and {f["input"] for f in json.loads(out)["findings"]} == {name}
+    assert os.fsencode(json.loads(out)["findings"][0]["input"]) == b"\xff\xfe.pte"
+    assert run("--format", "json", "-o", "report.json")[0] == 1
+    assert json.loads((tmp_path / "report.json").read_text(encoding="utf-8")) == json.loads(out)
+    code, out = run("--format", "sarif")
+    uris = {loc["physicalLocation"]["artifactLocation"]["uri"] for result in json.loads(out)["runs"][0]["results"]
+            for loc in result["locations"]}
+    assert uris == {"%FF%FE.pte"}
+    code, out = run()
+    assert out.startswith("\\udcff\\udcfe.pte:forward:instr ")
+    assert run("--write-baseline", "baseline.json")[0] == 0
+    assert run("--baseline", "baseline.json")[0] == 0  # every finding accepted

@@ -114,7 +114,8 @@ def _file_uri(path: str, root: str) -> _Uri:
     rel = os.path.relpath(absolute, root) if os.path.splitdrive(absolute)[0] == os.path.splitdrive(root)[0] else ".."
     if rel == ".." or rel.startswith(".." + os.sep):
         return _Uri(Path(absolute).as_uri(), None)
-    return _Uri(quote(Path(rel).as_posix(), safe="/"), SRCROOT)
+    # by its bytes, as `as_uri` quotes an absolute one: a name that is no UTF-8 (`\xff.pte`) is `%FF.pte`
+    return _Uri(quote(os.fsencode(Path(rel).as_posix()), safe="/"), SRCROOT)
 
 
 # --------------------------------------------------------------------------- rules
