@@ -7,6 +7,7 @@ from dataclasses import field
 from typing import Any, Optional
 
 from xferlint.analyzer.view import MethodView, OpKind
+from xferlint.console import one_line
 from xferlint.findings import Finding
 from xferlint.fixes.outcome import MethodOutcome, Skipped
 from xferlint.fixes.plan import FixPlan
@@ -116,8 +117,8 @@ class FixResult:
             before, after = render(method.before), render(method.after)
             import difflib
 
-            chunks.extend(difflib.unified_diff(before, after, f"{self.input} ({method.method})",
-                                               f"{self.input} ({method.method}, fixed)", lineterm=""))
+            name = f"{one_line(self.input)} ({one_line(method.method)}"  # a header is one line, whatever the name
+            chunks.extend(difflib.unified_diff(before, after, f"{name})", f"{name}, fixed)", lineterm=""))
         return "\n".join(chunks) + ("\n" if chunks else "")
 
 
@@ -129,6 +130,6 @@ def render(method: MethodView) -> list[str]:
             continue
         device = f"  # {node.device}" if node.device is not None else ""
         result = ", ".join(node.outputs) or "_"
-        lines.append(f"{result} = {node.target}({', '.join(node.inputs)}){device}")
-    lines.append(f"return ({', '.join(v or 'None' for v in method.outputs)})")
+        lines.append(one_line(f"{result} = {node.target}({', '.join(node.inputs)}){device}"))
+    lines.append(one_line(f"return ({', '.join(v or 'None' for v in method.outputs)})"))
     return lines
