@@ -344,10 +344,12 @@ def test_names_with_line_breaks_and_escapes_stay_one_line(tmp_path, pte_bytes):
     data = json.loads(report.stdout)
     assert {f["input"] for f in data["findings"]} == {good}
     assert [e["input"] for e in data["errors"]] == [bad]
-    diff = subprocess.run([sys.executable, "-m", "xferlint.cli", "check", good, "--isolated", "--diff"],
+    fixable = "fix\nme.pte"
+    (tmp_path / fixable).write_bytes(synthetic_pte.round_trip_chain(3, own_bytes=True))  # every fix applies
+    diff = subprocess.run([sys.executable, "-m", "xferlint.cli", "check", fixable, "--isolated", "--diff"],
                           capture_output=True, text=True, timeout=120, cwd=tmp_path)
-    assert diff.stdout.splitlines()[:2] == ["--- good\\nname\\x1b[31m.pte (forward)",
-                                            "+++ good\\nname\\x1b[31m.pte (forward, fixed)"], diff.stdout
+    assert diff.stdout.splitlines()[:2] == ["--- fix\\nme.pte (forward)", "+++ fix\\nme.pte (forward, fixed)"], \
+        diff.stderr
 
 
 def test_an_empty_argument_says_so(tmp_path, pte_bytes):
