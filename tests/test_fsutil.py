@@ -132,10 +132,25 @@ def test_text_is_written_in_pieces_that_add_up_to_its_utf8(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-def test_text_that_cannot_be_encoded_leaves_the_old_file_and_no_temporary(tmp_path):
+def test_a_failure_past_the_first_piece_leaves_the_old_file_and_no_temporary(tmp_path, monkeypatch):
+    import xferlint.fsutil as fsutil
+
+    def failing(text, size=1 << 20):
+        yield b"fine" * 300_000
+        raise OSError(28, "No space left on device")
+
     target = tmp_path / "report.json"
     target.write_text("old")
-    with pytest.raises(UnicodeEncodeError):
-        write_atomic_text(str(target), "fine" * 300_000 + "\ud800")  # a lone surrogate, past the first piece
+    monkeypatch.setattr(fsutil, "encoded_pieces", failing)
+    with pytest.raises(OSError):
+        write_atomic_text(str(target), "fine" * 300_000 + "more")
     assert target.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["report.json"]
+
+
+def test_characters_utf8_cannot_encode_are_written_as_escapes(tmp_path):
+    """A file name that is no UTF-8 is held as lone surrogates: the report gets their escapes,
+    past the first piece too, and stays valid UTF-8."""
+    target = tmp_path / "report.json"
+    write_atomic_text(str(target), "fine" * 300_000 + "\udcff\ud800")
+    assert target.read_text(encoding="utf-8") == "fine" * 300_000 + "\\udcff\\ud800"
