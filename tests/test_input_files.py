@@ -77,3 +77,16 @@ def test_a_file_with_a_bad_attribute_says_what_is_wrong_with_it(tmp_path, monkey
     with pytest.raises(InputError, match=r"^model\.pte:x: a \.pte file has no attributes$"):
         expand("model.pte:x")
     assert [e.attr for e in expand("model.py:program")] == ["program"]
+
+
+@pytest.mark.parametrize("key", ["edge", "c]d", "", "a\nb", "x[1]"])
+def test_any_printed_dict_key_is_a_valid_input(tmp_path, monkeypatch, key):
+    """A dict of programs prints each as `model.py:program[KEY]` whatever its key (a `]`,
+    none, a newline): given back, that label selects that key."""
+    from xferlint.frontends.entrypoints import expand, file_of
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "model.py").write_text("program = {}\n")
+    (entry,) = expand(f"model.py:program[{key}]")
+    assert (entry.file, entry.attr, entry.key, entry.label) == ("model.py", "program", key, f"model.py:program[{key}]")
+    assert file_of(f"model.py:program[{key}]") == "model.py"

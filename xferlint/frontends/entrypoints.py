@@ -28,6 +28,9 @@ from xferlint.records import dataclass
 
 PROGRAM_ATTR = "program"
 PROGRAM_SUFFIXES = (".pte", ".pt2")  # program files read without importing anything
+# `model.py:program[edge]`: a dict's key after an attribute is anything up to the last `]`
+# (the output names `program[c]d]` and `program[]` so); without an attribute, a plain key
+_KEYED_ATTR = re.compile(r"^(.*:[A-Za-z_][A-Za-z0-9_]*)\[(.*)\]$", re.DOTALL)
 _KEYED = re.compile(r"^(.+)\[([^\[\]]+)\]$")
 _EXPECTED = (
     "an ExportedProgram, EdgeProgramManager or ExecutorchProgramManager, a dict of them by name, "
@@ -159,7 +162,7 @@ def _bad_attribute(spec: str) -> None:
 def _split_key(spec: str) -> tuple[str, Optional[str]]:
     """`model.py:program[edge]` -> (`model.py:program`, `edge`): one program of a dict, as
     the output names it."""
-    match = _KEYED.match(spec)
+    match = _KEYED_ATTR.match(spec) or _KEYED.match(spec)
     if match and not os.path.exists(spec):
         return match.group(1), match.group(2)
     return spec, None
