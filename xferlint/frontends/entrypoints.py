@@ -340,7 +340,9 @@ def load_entry_point(entry: EntryPoint) -> list[ProgramObject]:
     programs = resolve(getattr(module, entry.attr), base, entry.attr)
     chosen = [p for p in programs if p.label == entry.label]
     if not chosen:
-        names = ", ".join(p.name for p in programs)
+        # a key that is empty, holds `, ` or is not printable is quoted: the list stays readable
+        names = ", ".join(p.name if p.name.isprintable() and p.name and ", " not in p.name else repr(p.name)
+                          for p in programs)
         raise InputError(f"{entry.label}: `{entry.attr}` has no program named {entry.key!r} (it has: {names})")
     return chosen
 
