@@ -566,6 +566,18 @@ def test_output_refuses_a_read_only_file_and_writes_through_links(capfd, in_ws, 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["link.json", "locked.json", "real.json"]
 
 
+def test_fix_of_a_dict_names_each_program_as_an_input(capfd, in_ws, tmp_path):
+    """`xferlint fix` writes one program: given a dict, it names each as the input that
+    selects it, and the first of those fixes that one."""
+    code = main(["fix", "project/model_a.py", "-o", str(tmp_path / "out.pte"), "--isolated"])
+    err = capfd.readouterr().err
+    assert code == 2 and err == ("error: project/model_a.py: holds 2 programs (project/model_a.py:program[eager], "
+                                 "project/model_a.py:program[lazy]); `xferlint fix` writes one, so name one of "
+                                 "them\n"), err
+    assert main(["fix", "project/model_a.py:program[eager]", "-o", str(tmp_path / "out.pte"), "--isolated"]) in (0, 1)
+    assert (tmp_path / "out.pte").exists()
+
+
 def test_an_entry_point_named_twice_is_linted_once(capfd, in_ws):
     """`m.py`, `m.py:program` and `./m.py` name one entry point: lowered and counted once."""
     code, out, _ = _check(capfd, "roundtrip.py", "--format", "json", "--isolated")

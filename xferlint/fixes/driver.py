@@ -59,9 +59,9 @@ def fix_input(spec: str, rules: Sequence[Rule], *, unsafe_fixes: bool = False, s
         raise UsageError(f"{spec}: names {len(entries)} inputs; `xferlint fix` writes one program, name one of them")
     loaded = load_entry(entries[0], strict)
     if len(loaded) != 1:
-        names = ", ".join(p.view.name for p in loaded)
-        raise UsageError(f"{spec}: holds {len(loaded)} programs ({names}); `xferlint fix` writes one, so point at "
-                         "an attribute that holds just one (file.py:NAME)")
+        names = ", ".join(p.view.input for p in loaded)  # each a valid input: `model.py:program[edge]`
+        raise UsageError(f"{spec}: holds {len(loaded)} programs ({names}); `xferlint fix` writes one, so name "
+                         "one of them")
     return fix_loaded(loaded[0], rules, unsafe_fixes=unsafe_fixes, strict=strict)
 
 
