@@ -501,3 +501,33 @@ def test_a_file_name_that_is_no_utf8_gives_valid_reports(xferlint_exe, tmp_path,
     assert out.startswith("\\udcff\\udcfe.pte:forward:instr ")
     assert run("--write-baseline", "baseline.json")[0] == 0
     assert run("--baseline", "baseline.json")[0] == 0  # every finding accepted
+
+
+@pytest.mark.parametrize("fmt", ["html", "full", "sarif"])
+def test_a_stack_trace_naming_a_fifo_does_not_hang_any_report(tmp_path, monkeypatch, fmt):
+    """A `.pte`'s stack trace names a FIFO as its source file (a crafted file, or a build
+    tree reused): every report that shows source lines finishes, with the line the trace
+    itself holds; none opens the FIFO."""
+    from xferlint.cli import main
+
+    fifo = tmp_path / "model.py"
+    os.mkfifo(fifo)
+    monkeypatch.setattr(synthetic_pte, "TRACED_FILE", str(fifo))
+    program = tmp_path / "traced.pte"
+    program.write_bytes(synthetic_pte.serialize([synthetic_pte.traced(synthetic_pte._loops_plan(2, 3), period=10)]))
+    report = tmp_path / f"report.{fmt}"
+    done = []
+
+    def run():
+        done.append(main(["check", str(program), "--isolated", "--format", fmt, "-o", str(report)]))
+
+    import threading
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(60)
+    if worker.is_alive():  # let the thread go: open the FIFO's other end, once
+        with open(fifo, "w"):
+            pass
+        pytest.fail(f"the {fmt} report blocked on the FIFO")
+    assert done == [1] and "x = self.step" in report.read_text()

@@ -121,12 +121,13 @@ def _source(loc, options: ReportOptions, cache: dict) -> str:
 
 
 def _read_lines(path: str, cache: dict) -> Optional[list[str]]:
+    """The lines of a source file a location names, None when it cannot be had: read as the
+    text output reads it (`source_text`: a regular file of bounded size only), so a stack
+    trace naming a FIFO or /dev/zero cannot hang the report or exhaust memory."""
     if path not in cache:
-        try:
-            with open(path, encoding="utf-8", errors="replace") as fh:
-                cache[path] = fh.read().splitlines()
-        except OSError:
-            cache[path] = None
+        from xferlint.frontends.files import source_text
+
+        cache[path] = source_text(path).splitlines() or None
     return cache[path]
 
 
