@@ -531,3 +531,40 @@ def test_a_stack_trace_naming_a_fifo_does_not_hang_any_report(tmp_path, monkeypa
             pass
         pytest.fail(f"the {fmt} report blocked on the FIFO")
     assert done == [1] and "x = self.step" in report.read_text()
+
+
+def test_python_files_that_are_fifos_or_devices_are_one_line_not_a_hang(tmp_path, pte_bytes):
+    """A FIFO named model.py inside a directory (discovery reads each .py to see whether it
+    binds `program`), given by name, or a link to /dev/zero: one line each, at once; nothing
+    is imported, and the `.pte` beside them is linted. In a child process with a deadline
+    and a memory limit: what this guards against is a hang and an endless read."""
+    import json
+    import resource
+
+    inside = tmp_path / "models"
+    inside.mkdir()
+    os.mkfifo(inside / "model.py")
+    (inside / "good.pte").write_bytes(pte_bytes("addsin-noelide"))
+    os.mkfifo(tmp_path / "named.py")
+    (tmp_path / "zero.py").symlink_to("/dev/zero")
+    script = (
+        "import json, sys\n"
+        "from xferlint.pipeline import check_paths\n"
+        "from xferlint.selection import select_rules\n"
+        "run = check_paths(sys.argv[1:], select_rules())\n"
+        "print(json.dumps([sorted(e.message for e in run.errors), [l.view.input for l in run.loaded]]))\n"
+    )
+
+    def limited():
+        resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+
+    done = subprocess.run([sys.executable, "-c", script, str(inside), str(tmp_path / "named.py"),
+                           str(tmp_path / "zero.py:program")], capture_output=True, text=True, timeout=120,
+                          preexec_fn=limited)
+    messages, loaded = json.loads(done.stdout.strip().splitlines()[-1])
+    assert messages == sorted([
+        f"{inside / 'model.py'}:program: is a FIFO, not a Python file; only regular files are read",
+        f"{tmp_path / 'named.py'}:program: is a FIFO, not a Python file; only regular files are read",
+        f"{tmp_path / 'zero.py'}:program: is a character device, not a Python file; only regular files are read",
+    ]), messages
+    assert loaded == [str(inside / "good.pte")]

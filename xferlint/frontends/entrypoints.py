@@ -79,8 +79,11 @@ def defines_program(path: str) -> bool:
     """True when the file's top level binds `program` (assignment, def, class, import)."""
     import ast
 
+    from xferlint.frontends.files import open_regular
+
     try:
-        with open(path, "rb") as handle:
+        fd, _ = open_regular(path)  # never blocks: a FIFO named model.py in a directory hung discovery
+        with os.fdopen(fd, "rb") as handle:
             tree = ast.parse(handle.read(), filename=path)
     except (SyntaxError, ValueError, OSError):
         # Not decidable without importing: include it so the user sees the error.
@@ -304,9 +307,16 @@ def _import_file(path: str) -> Any:
     return module
 
 
+_MAX_SOURCE_FILE = 1 << 30  # a Python file larger than this is no model's entry point
+
+
 def load_entry_point(entry: EntryPoint) -> list[ProgramObject]:
     """Import the entry point and return the program objects behind its attribute."""
     where = entry.file or entry.module or entry.label
+    if entry.file is not None:  # a FIFO or a device would block the import, or never end it
+        from xferlint.frontends.files import check_regular
+
+        check_regular(entry.file, entry.label, what="a Python file", limit=_MAX_SOURCE_FILE)
     try:
         with stdout_to_stderr():
             if entry.file is not None:
