@@ -293,6 +293,8 @@ def test_the_default_folder_follows_the_environment(monkeypatch, tmp_path):
     monkeypatch.delenv("XFERLINT_CACHE_DIR", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    assert cache_module.default_folder() is None  # a home that does not exist (`/nonexistent`) is not made
+    (tmp_path / "home").mkdir()
     assert cache_module.default_folder() == str(tmp_path / "home" / ".cache" / "xferlint")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert cache_module.default_folder() == str(tmp_path / "xdg" / "xferlint")

@@ -463,6 +463,9 @@ def test_every_printed_program_name_is_a_valid_input(capfd, in_ws):
     (["--select", "XF999"], "unknown rule selector 'XF999'"),
     (["--diff", "--format", "json"], "--diff prints a unified diff, not json"),
     (["--diff", "--fix"], "pass one of them"),
+    (["--project-root", "roundtrip.py"], "roundtrip.py: the project root (--project-root or `project-root`) is no "
+                                         "directory"),
+    (["--project-root", "no/such/dir"], "no/such/dir: the project root"),
 ])
 def test_usage_errors_are_one_line_exit_2(capfd, in_ws, argv, problem):
     code, out, err = _check(capfd, "roundtrip.py", "--isolated", *argv)

@@ -255,7 +255,11 @@ def _settings(args: argparse.Namespace):
     overrides["extend_exclude"] = list(base.extend_exclude) + _patterns(getattr(args, "extend_exclude", None))
     overrides["extend_select"] = list(base.extend_select) + list(getattr(args, "extend_select", None) or [])
     overrides["ignore"] = list(base.ignore) + list(getattr(args, "ignore", None) or [])
-    return dataclasses.replace(base, **overrides)
+    settings = dataclasses.replace(base, **overrides)
+    root = settings.project_root
+    if root and not os.path.isdir(root):  # a typo would otherwise show every path absolute, silently
+        raise UsageError(f"{root}: the project root (--project-root or `project-root`) is no directory")
+    return settings
 
 
 def _patterns(values) -> list[str]:

@@ -49,7 +49,8 @@ _RUN_FOLDER = re.compile(r"v[0-9]+-[0-9a-f]+")  # what `ResultCache` names its f
 
 def default_folder(even_if_off: bool = False) -> Optional[str]:
     """`XFERLINT_CACHE_DIR`, else `$XDG_CACHE_HOME/xferlint`, else `~/.cache/xferlint`;
-    None when there is no home folder, or `XFERLINT_NO_CACHE` is set (1, true, yes, on)
+    None when there is no home folder (HOME unset, relative or missing: a service account's
+    `/nonexistent` is not created), or `XFERLINT_NO_CACHE` is set (1, true, yes, on)
     and not `even_if_off` (`xferlint clean` removes the cache a check would use)."""
     if not even_if_off and os.environ.get("XFERLINT_NO_CACHE", "").strip().lower() in _DISABLING:
         return None
@@ -59,8 +60,8 @@ def default_folder(even_if_off: bool = False) -> Optional[str]:
     base = os.environ.get("XDG_CACHE_HOME")
     if not base or not os.path.isabs(base):  # the XDG spec: a relative path is to be ignored
         home = os.path.expanduser("~")
-        if home == "~" or not os.path.isabs(home):  # no home to keep it in: not a folder relative to the cwd
-            return None
+        if home == "~" or not os.path.isabs(home) or not os.path.isdir(home):
+            return None  # no home to keep it in: not a folder relative to the cwd, nor a home made for it
         base = os.path.join(home, ".cache")
     return os.path.join(base, "xferlint")
 
