@@ -568,3 +568,31 @@ def test_python_files_that_are_fifos_or_devices_are_one_line_not_a_hang(tmp_path
         f"{tmp_path / 'zero.py'}:program: is a character device, not a Python file; only regular files are read",
     ]), messages
     assert loaded == [str(inside / "good.pte")]
+
+
+def test_without_git_a_work_tree_walked_gets_a_note(tmp_path, monkeypatch, capsys, pte_bytes):
+    """A slim CI image without git: .gitignore cannot be applied, so the walk says so once
+    (what it ignores is linted too), and nothing is said outside a work tree."""
+    import xferlint.frontends.discovery as discovery
+    from xferlint.cli import main
+
+    project = tmp_path / "project"
+    (project / "ignored").mkdir(parents=True)
+    (project / ".git").mkdir()
+    (project / ".gitignore").write_text("ignored/\n")
+    (project / "a.pte").write_bytes(pte_bytes("addsin-noelide"))
+    (project / "ignored" / "b.pte").write_bytes(pte_bytes("addsin-noelide"))
+    monkeypatch.setenv("PATH", str(tmp_path / "no-git-here"))
+    monkeypatch.setattr(discovery, "_NO_GIT_NOTED", [])
+    monkeypatch.chdir(project)
+    assert main(["check", ".", "ignored", "--isolated", "--format", "json", "--no-cache"]) == 1
+    notes = [line for line in capsys.readouterr().err.splitlines() if line.startswith("note:")]
+    assert notes == ["note: .: git was not found, so .gitignore is not applied here (what it ignores is linted "
+                     "too); install git, or name what to skip with --extend-exclude"]
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "a.pte").write_bytes(pte_bytes("addsin-noelide"))
+    monkeypatch.setattr(discovery, "_NO_GIT_NOTED", [])
+    monkeypatch.chdir(plain)
+    assert main(["check", ".", "--isolated", "--no-cache"]) == 1
+    assert "note:" not in capsys.readouterr().err

@@ -65,11 +65,31 @@ def _git_ignored(root: str, paths: list[str]) -> set[str]:
     try:
         done = subprocess.run(["git", "-C", root, "check-ignore", "--stdin", "-z"], input="\0".join(paths) + "\0",
                               capture_output=True, text=True, timeout=30)
+    except FileNotFoundError:  # no git (a slim CI image): say so where it matters, once
+        _no_git(root)
+        return set()
     except (OSError, subprocess.SubprocessError):
         return set()
     if done.returncode not in (0, 1):  # 128: not a work tree
         return set()
     return {p for p in done.stdout.split("\0") if p}
+
+
+_NO_GIT_NOTED: list[str] = []  # the walk that said so: one note per process
+
+
+def _no_git(root: str) -> None:
+    """A note, once per run, when a directory inside a git work tree is walked without git:
+    its .gitignore is not applied, and what it ignores is linted too."""
+    from xferlint.console import note
+    from xferlint.fsutil import find_upward
+
+    noted = _NO_GIT_NOTED
+    if noted or find_upward(os.path.abspath(root), lambda d: os.path.exists(os.path.join(d, ".git"))) is None:
+        return
+    noted.append(root)
+    note(f"{root}: git was not found, so .gitignore is not applied here (what it ignores is linted too); "
+         "install git, or name what to skip with --extend-exclude")
 
 
 def walk(directory: str, wanted: Callable[[str], bool], options: Optional[Discovery] = None) -> Iterator[str]:
