@@ -126,3 +126,14 @@ def test_junit_is_well_formed_whatever_the_file_names(capsys, tmp_path, pte_byte
     suites = sorted(s.get("name") for s in junit.iter("testsuite"))
     assert suites == sorted(str(tmp_path / n).encode("unicode_escape").decode() for n in names), suites
     assert int(junit.get("failures")) == 2 and int(junit.get("errors")) == 1
+
+
+def test_github_messages_show_a_names_escape_not_act_on_it(capsys, tmp_path, pte_bytes):
+    """A file name holding ESC reaches the job's log as `\\x1b` in each message (the `file=`
+    property keeps the name, escaped as workflow commands escape it, to find the file)."""
+    name = tmp_path / "esc\x1bname.pte"
+    name.write_bytes(pte_bytes("addsin-noelide"))
+    out = _run(capsys, [str(name), str(tmp_path / "missing\x1b.pte")], "github")
+    for line in out.splitlines():
+        assert "\x1b" not in line.split("::", 2)[2], line
+    assert "missing\\x1b.pte: no such file" in out
