@@ -137,3 +137,15 @@ def test_github_messages_show_a_names_escape_not_act_on_it(capsys, tmp_path, pte
     for line in out.splitlines():
         assert "\x1b" not in line.split("::", 2)[2], line
     assert "missing\\x1b.pte: no such file" in out
+
+
+def test_html_shows_a_names_escape(capsys, tmp_path, pte_bytes):
+    """What the page shows of a name holding ESC is its escape; only the data attributes the
+    page's script matches on keep the name as it is."""
+    import re
+
+    name = tmp_path / "esc\x1bname.pte"
+    name.write_bytes(pte_bytes("addsin-noelide"))
+    page = _run(capsys, [str(name), "missing.pte"], "html")
+    assert "esc\\x1bname.pte" in page
+    assert "\x1b" not in re.sub(r'data-[a-z]+="[^"]*"', "", page)

@@ -13,6 +13,7 @@ import re
 from html import escape
 from typing import Optional, Sequence
 
+from xferlint.console import one_line
 from xferlint.reporters import ReportOptions, display_path
 from xferlint.reporters.html_timeline import Mark, device_colour, render
 from xferlint.rules.base import all_rules, format_bytes
@@ -107,7 +108,7 @@ def _markdown(text: str) -> str:
 def _source(loc, options: ReportOptions, cache: dict) -> str:
     if loc is None:
         return '<p class="meta">No source location.</p>'
-    where = f"{display_path(loc.file, options.project_root)}:{loc.line}:{loc.column}"
+    where = one_line(f"{display_path(loc.file, options.project_root)}:{loc.line}:{loc.column}")
     lines = _read_lines(loc.file, cache)
     if lines is None or not 1 <= loc.line <= len(lines):
         code = f"{loc.line:>5} | {loc.code}" if loc.code else ""
@@ -140,7 +141,7 @@ def _finding_item(f, fid: str, number: int, target: Optional[str], options, cach
     return (f'<li id="{fid}" class="finding sev-{sev}" data-code="{f.code}" data-severity="{sev}">'
             f'<span class="badge">{number}</span> <b>{f.code}</b> {escape(f.name)} '
             f'<span class="meta">({sev}{nbytes})</span>{fix} · {link}'
-            f'<p class="message">{_inline(f.message)}</p>'
+            f'<p class="message">{_inline(one_line(f.message))}</p>'
             f'{_source(f.location, options, caches["src"])}{_help_html(f.code, caches["help"])}</li>')
 
 
@@ -156,11 +157,13 @@ def _method_section(index: int, t, items: list, options, caches) -> str:
     lanes = "".join(f"<div>{escape(d)}</div>" for d in t.devices)
     shown = svg.count('class="col ')
     findings = "".join(_finding_item(f, fid, n, anchors.get(fid), options, caches) for fid, n, f in items)
-    heading = escape(t.input if t.method == "forward" else f"{t.input} · {t.method}")
+    # what the page shows of a name is one line, its control characters as escapes (`one_line`);
+    # the data attributes keep it as it is, for the page's script to match
+    heading = escape(one_line(t.input if t.method == "forward" else f"{t.input} · {t.method}"))
     copies = len(t.copies)
     return (f'<section class="method" id="{prefix}" data-input="{escape(t.input)}" data-program="{escape(t.program)}" '
             f'data-method="{escape(t.method)}"><h2>{heading}</h2>'
-            f'<p class="meta">method <code>{escape(t.method)}</code> · {len(t.nodes)} nodes in {shown} columns · '
+            f'<p class="meta">method <code>{escape(one_line(t.method))}</code> · {len(t.nodes)} nodes in {shown} columns · '
             f'{copies} cop{"y" if copies == 1 else "ies"} · {len(items)} finding{"" if len(items) == 1 else "s"}</p>'
             f'<div class="strip"><div class="lanes">{lanes}</div><div class="scroll">{svg}</div></div>'
             f'<ol class="findings">{findings}</ol></section>')
@@ -188,7 +191,7 @@ def _chart(summary) -> str:
 
 def _per_method_table(summary) -> str:
     rows = "".join(
-        f"<tr><td>{escape(m.input)}</td><td>{escape(m.method)}</td><td>{m.h2d_copies}</td><td>"
+        f"<tr><td>{escape(one_line(m.input))}</td><td>{escape(one_line(m.method))}</td><td>{m.h2d_copies}</td><td>"
         f"{format_bytes(m.h2d_bytes)}</td><td>{m.d2h_copies}</td><td>{format_bytes(m.d2h_bytes)}</td>"
         f"<td>{format_bytes(m.flagged_bytes)}</td><td>{format_bytes(m.fixable_savings)}</td></tr>"
         for m in summary.transfers.methods)
