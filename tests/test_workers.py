@@ -470,3 +470,21 @@ def test_ctrl_c_stops_the_run_cleanly(xferlint_exe, tmp_path):
     assert _gone(int(pid_file.read_text()))
     # no report, no temporary file (`__pycache__` is Python's, for the user's modules, where it writes bytecode)
     assert sorted(n for n in os.listdir(tmp_path) if n != "__pycache__") == ["fast.py", "hang.pid", "hang.py"]
+
+
+def test_progress_fits_wide_names_to_the_terminals_columns():
+    """A name of CJK characters takes two columns a character: cut to the columns it
+    takes, the line never wraps (a wrapped line is left behind by each redraw)."""
+    import unicodedata
+
+    from xferlint.progress import fit
+
+    def columns(text):
+        return sum(2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1 for ch in text)
+
+    for text in ("lowering 模型" * 8, "x" * 200, "ü" * 90, "模" * 40):
+        for width in (10, 40, 79):
+            cut = fit(text, width)
+            assert columns(cut) <= width, (text, width, cut)
+            assert cut == text or (cut.endswith("...") and text.startswith(cut[:-3]))
+    assert fit("模" * 5, 10) == "模" * 5 and fit("short", 79) == "short"

@@ -74,8 +74,7 @@ class Progress:
         return f"{text}, {elapsed:.0f} s"
 
     def _fit(self, text: str) -> str:
-        width = terminal_columns() - 1
-        return text if len(text) <= width else text[: max(width - 3, 0)] + "..."
+        return fit(text, terminal_columns() - 1)
 
     def clear(self) -> None:
         """Erase the line (before other output goes to the same terminal)."""
@@ -123,3 +122,22 @@ class Progress:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def fit(text: str, width: int) -> str:
+    """`text` cut to `width` terminal columns, `...` marking the cut. A wide character (CJK,
+    fullwidth forms) takes two columns: counted as one, a name of them would wrap the line,
+    and each redraw (a carriage return) would then leave the line before it on screen."""
+    if len(text) * 2 <= width or (text.isascii() and len(text) <= width):
+        return text
+    import unicodedata
+
+    used, room = 0, max(width - 3, 0)
+    cut = None
+    for k, ch in enumerate(text):
+        used += 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+        if cut is None and used > room:
+            cut = k
+        if used > width:
+            return text[:cut] + "..."
+    return text
