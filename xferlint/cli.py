@@ -347,6 +347,14 @@ def _refuse_overwriting(output: Optional[str], inputs: Iterable[Optional[str]], 
                              "it; name another file")
 
 
+def _refuse_overwriting_any(args: argparse.Namespace, settings, files: list[Optional[str]],
+                            baseline: Optional[str] = None) -> None:
+    """Neither `-o` nor `--write-baseline` may name one of `files`; `-o` not the baseline
+    read either (`--write-baseline` may: rewriting it is what was asked)."""
+    _refuse_overwriting(settings.output, [*files, baseline])
+    _refuse_overwriting(getattr(args, "write_baseline", None), files, "--write-baseline")
+
+
 def _files_read(args: argparse.Namespace) -> list[Optional[str]]:
     """The files a check reads that its command line names or implies, the baseline aside:
     its inputs, the ETRecord and the configuration."""
@@ -373,9 +381,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
         settings = _settings(args)
     _refuse_combinations(args, settings)
-    read = _files_read(args)
-    _refuse_overwriting(settings.output, [*read, getattr(args, "baseline", None)])
-    _refuse_overwriting(getattr(args, "write_baseline", None), read, "--write-baseline")
+    _refuse_overwriting_any(args, settings, _files_read(args), getattr(args, "baseline", None))
     rules = select_rules(settings.select, settings.ignore, settings.extend_select)
     configure(rules, max_transfer_bytes=settings.max_transfer_bytes)
     paths = [p for p in args.paths if _is_program_input(p)] if args.only_programs else args.paths
@@ -397,9 +403,7 @@ def cmd_check(args: argparse.Namespace) -> int:
                       fix=FixOptions(unsafe_fixes=settings.unsafe_fixes) if args.diff else None,
                       project_root=root, settle=settle,
                       cache=_cache(args, rules, settings, settle, draws, root) if source_map is None else None)
-    found = [loaded.view.file for loaded in run.loaded]  # the inputs a directory held
-    _refuse_overwriting(settings.output, found)
-    _refuse_overwriting(getattr(args, "write_baseline", None), found, "--write-baseline")
+    _refuse_overwriting_any(args, settings, [loaded.view.file for loaded in run.loaded])  # a directory's inputs
     noqa_commands.print_notes(run)
     apply_per_file_ignores(run, settings.per_file_ignores, settings.extend_per_file_ignores)
     tried = settle_fixability(run, rules, unsafe_fixes=settings.unsafe_fixes, strict=settings.strict,
@@ -662,6 +666,15 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespa
     return args
 
 
+def _working_directory_exists() -> bool:
+    """check's and fix's paths are shown, and configs found, relative to it."""
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        return False
+    return True
+
+
 def main(argv: Optional[Sequence[str]] = None, *, exiting: bool = False) -> int:
     """Run one command. `exiting`: the process ends right after (the console script), so
     the run's programs are left for the operating system to reclaim, not freed."""
@@ -675,10 +688,7 @@ def main(argv: Optional[Sequence[str]] = None, *, exiting: bool = False) -> int:
         return EXIT_ERROR
     handler = {"check": cmd_check, "fix": cmd_fix, "rule": cmd_rule, "schema": cmd_schema,
                "clean": cmd_clean}[args.command]
-    try:
-        if args.command in ("check", "fix"):
-            os.getcwd()  # their paths are shown, and configs found, relative to it
-    except FileNotFoundError:
+    if args.command in ("check", "fix") and not _working_directory_exists():
         print_error("the current directory no longer exists (removed while the shell was in it?); "
                     "cd into one that does")
         return EXIT_ERROR

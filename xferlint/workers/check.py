@@ -95,8 +95,8 @@ def check_paths(paths: Iterable[str], rules: Sequence[Rule], *, strict: bool = F
     remote = [i for i, s in enumerate(slots) if isinstance(s, EntryPoint) and not s.is_program_file]
     with Progress(len(slots), quiet=quiet) as progress:
         here = [(i, s) for i, s in enumerate(slots) if isinstance(s, EntryPoint) and s.is_program_file]
-        if settle is None or len({slot.label for _, slot in here}) != len(here):
-            cache = None  # a file named twice: settling one copy changes the other's findings
+        if settle is None:  # only a plain check, which settles fixability here, reads and fills the cache
+            cache = None
         with collector_paused():  # program files run no user code: the run's heap only grows
             if cache is not None:
                 here = _cached_files(here, cache, parts, timelines, template)
