@@ -104,3 +104,16 @@ def test_entry_points_run_with_the_collector_on(xferlint_exe, tmp_path):
         assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     seen = [path.read_text() for path in tmp_path.glob("collector-*")]
     assert seen and set(seen) == {"True"}, seen
+
+
+def test_one_line_escapes_what_breaks_a_line_and_keeps_tabs():
+    """A newline, a carriage return or ESC in a name is written as its escape (and then a
+    backslash too, so the text reads back); a tab, which breaks no line, stays as a source
+    line has it, and leaves the backslashes beside it alone."""
+    from xferlint.console import one_line
+
+    assert one_line("new\nline\r\x1b[31m.pte") == "new\\nline\\r\\x1b[31m.pte"
+    assert one_line("a\\b\n") == "a\\\\b\\n"
+    assert one_line('x = "\\n"\t# aligned') == 'x = "\\n"\t# aligned'
+    assert one_line("\tindented\nnext\\") == "\tindented\\nnext\\\\"
+    assert one_line("plain ünï 模型") == "plain ünï 模型"

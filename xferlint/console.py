@@ -31,10 +31,11 @@ def one_line(text: str) -> str:
     either, and a finding, an error or a note is still one line of text (that grep, a CI log
     and the next line of output can rely on), and no file name can move the cursor or
     recolour the terminal it is printed on. Where anything is escaped, so is a backslash:
-    `a\\nb` then reads back as the four characters it is, not as a line break."""
-    if text.isprintable():
+    `a\\nb` then reads back as the four characters it is, not as a line break. A tab stays a
+    tab: it breaks no line, and a source line indented or aligned with tabs reads as it is."""
+    if text.isprintable() or ("\t" in text and text.replace("\t", " ").isprintable()):
         return text
-    return "".join(ch if ch.isprintable() and ch != "\\" else repr(ch)[1:-1] for ch in text)
+    return "".join(ch if (ch.isprintable() and ch != "\\") or ch == "\t" else repr(ch)[1:-1] for ch in text)
 
 
 def terminal_columns(fallback: int = 80) -> int:
