@@ -131,6 +131,53 @@ def test_nodes_values_and_inner_ops_are_what_their_constructors_make(chain, vari
         assert rebuilt == obj and hash(rebuilt) == hash(obj)
 
 
+def _one_delegate_partitioner():
+    """A DevicePartitioner that puts every op it takes, and the constants only they read,
+    into one cuda:0 delegate."""
+    from xferlint.testing import DevicePartitioner
+
+    class OneDelegate(DevicePartitioner):
+        def partition(self, exported_program):
+            result = super().partition(exported_program)
+            spec = next(iter(result.partition_tags.values()))
+            for node in exported_program.graph_module.graph.nodes:
+                if "delegation_tag" in node.meta:
+                    node.meta["delegation_tag"] = "xferlint_one"
+            result.partition_tags.clear()
+            result.partition_tags["xferlint_one"] = spec
+            return result
+
+    return OneDelegate(["cuda:0"])
+
+
+def test_a_delegate_operand_maps_past_the_constants_it_owns(lowered_once):
+    """A delegate that owns its weight has the weight's placeholder before the input's in
+    its original graph. The call's one operand is the input: its first reader inside is
+    the sin, not the mm that reads the weight."""
+    import torch
+
+    from xferlint.frontends.executorch import load_graph_program
+    from xferlint.testing import lower
+
+    class SinThenMm(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.randn(5, 5))
+
+        def forward(self, x):
+            return torch.mm(torch.sin(x), self.w)
+
+    program = lowered_once("sin-then-mm-one-delegate",
+                           lambda: lower(SinThenMm(), (torch.randn(3, 5),), [], partitioner=_one_delegate_partitioner()))
+    (method,) = load_graph_program(program, input="m", name="m", file=None).view.methods
+    (call,) = [n for n in method.nodes if n.kind == OpKind.DELEGATE]
+    info = call.delegate
+    assert [op.target for op in info.ops] == ["aten.sin.default", "aten.mm.default"]
+    assert len(call.inputs) == 1, "the weight is the delegate's own, not an operand"
+    assert info.reader_of(0).target == "aten.sin.default"
+    assert info.writer_of(0).target == "aten.mm.default"
+
+
 def test_edge_program_is_read_with_materialized_copies_and_left_untouched(chain):
     from xferlint.frontends.executorch import load_graph_program
 

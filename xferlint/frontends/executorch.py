@@ -783,23 +783,32 @@ def _inner_ops(b: _Builder, lowered: Any, n_inputs: int) -> tuple[tuple[InnerOp,
     graph = getattr(getattr(program, "graph_module", None), "graph", None)
     if graph is None:
         return (), (), ()
-    user_inputs = _user_inputs(getattr(program, "graph_signature", None))
     index: dict[torch.fx.Node, int] = {}
     ops: list[InnerOp] = []
     placeholders: list[torch.fx.Node] = []
     results: list[Any] = []
+    locations, getitem = b.locations, operator.getitem
     for n in graph.nodes:
         op = n.op
         if op == "call_function":
-            if n.target is not operator.getitem:
+            target = n.target
+            if target is not getitem:
                 index[n] = len(ops)
-                ops.append(_INNER_OP.whole({"name": n.name, "target": b.name_of(n.target),
-                                            "location": b.locate(n.meta.get("stack_trace"))}))
+                trace = n.meta.get("stack_trace")
+                location = locations.get(trace, _NOT_FOUND)
+                ops.append(_INNER_OP.whole({"name": n.name, "target": b.name_of(target),
+                                            "location": b.locate(trace) if location is _NOT_FOUND else location}))
         elif op == "placeholder":
-            if not user_inputs or n.name in user_inputs:
-                placeholders.append(n)
+            placeholders.append(n)
         elif op == "output":
             results = _flatten_args(n.args[0] if n.args else ())
+    if len(placeholders) != n_inputs:
+        # Constants the delegate owns are placeholders too; the call's operands are its
+        # user inputs. (When the counts agree every placeholder is one: the signature,
+        # a few objects apart from the graph per module, is then not read.)
+        user_inputs = _user_inputs(getattr(program, "graph_signature", None))
+        if user_inputs:
+            placeholders = [p for p in placeholders if p.name in user_inputs]
     readers = tuple(_first_reader(p, index) for p in placeholders[:n_inputs])
     return tuple(ops), readers, tuple(_producer(r, index) for r in results)
 
