@@ -157,12 +157,12 @@ def _method_section(index: int, t, items: list, options, caches) -> str:
     lanes = "".join(f"<div>{escape(d)}</div>" for d in t.devices)
     shown = svg.count('class="col ')
     findings = "".join(_finding_item(f, fid, n, anchors.get(fid), options, caches) for fid, n, f in items)
-    # what the page shows of a name is one line, its control characters as escapes (`one_line`);
-    # the data attributes keep it as it is, for the page's script to match
+    # a name on the page, shown or in an attribute, is one line: its control characters as
+    # escapes (`one_line`), as the other formats write it
     heading = escape(one_line(t.input if t.method == "forward" else f"{t.input} · {t.method}"))
     copies = len(t.copies)
-    return (f'<section class="method" id="{prefix}" data-input="{escape(t.input)}" data-program="{escape(t.program)}" '
-            f'data-method="{escape(t.method)}"><h2>{heading}</h2>'
+    return (f'<section class="method" id="{prefix}" data-input="{escape(one_line(t.input))}" '
+            f'data-program="{escape(one_line(t.program))}" data-method="{escape(one_line(t.method))}"><h2>{heading}</h2>'
             f'<p class="meta">method <code>{escape(one_line(t.method))}</code> · {len(t.nodes)} nodes in {shown} columns · '
             f'{copies} cop{"y" if copies == 1 else "ies"} · {len(items)} finding{"" if len(items) == 1 else "s"}</p>'
             f'<div class="strip"><div class="lanes">{lanes}</div><div class="scroll">{svg}</div></div>'
