@@ -48,7 +48,7 @@ reader of it is a same-device round trip the fix also removes; XF003 removes the
 
 `--max-transfer-bytes N` (or `max-transfer-bytes = N` under `[tool.xferlint]`) makes every
 method that moves more than N bytes per call a finding (XF009, transfer-budget), so CI
-holds the line on a model's traffic.
+holds the line on a model's traffic. N is bytes or a size with a unit (`64KiB`, `"1.5 MiB"`).
 """
 
 

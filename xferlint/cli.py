@@ -82,9 +82,18 @@ def _number(convert, what: str, ok, refusal: str):
     return parse
 
 
+def _bytes(text: str) -> int:
+    from xferlint.config import FractionalBytes, parse_bytes  # imported when a run reads its settings anyway
+
+    try:
+        return parse_bytes(text)
+    except FractionalBytes as exc:  # a size, but no whole number of bytes: say so, not "expected a number"
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 # --max-transfer-bytes: whole bytes, 0 or more; -j N: 1 or more; --timeout SECONDS: above 0
-_byte_budget = _number(lambda text: int(text.replace("_", "")), "a number of bytes", lambda v: v >= 0,
-                       "a budget cannot be negative ({value})")
+_byte_budget = _number(_bytes, "a number of bytes, with or without a unit (65536, 64KiB)", lambda v: v >= 0,
+                       "a budget cannot be negative ({text})")
 _jobs = _number(int, "a whole number of jobs", lambda v: v >= 1, "at least 1 job (got {value})")
 _seconds = _number(float, "a number of seconds", lambda v: v > 0, "a timeout above 0 seconds (got {text})")
 
@@ -162,8 +171,8 @@ def _add_check(check: argparse.ArgumentParser) -> None:
     check.add_argument("--exit-zero", action="store_true", default=None, help="Exit 0 even when there are findings")
     check.add_argument("--statistics", action="store_true", default=None, help="Show counts per rule")
     check.add_argument("--max-transfer-bytes", type=_byte_budget, metavar="N",
-                       help="Per-call transfer budget of every method, in bytes: a method whose copies move "
-                            "more is a finding (XF009)")
+                       help="Per-call transfer budget of every method, in bytes (65536) or with a unit (64KiB, "
+                            "1.5MiB, 2GB): a method whose copies move more is a finding (XF009)")
     check.add_argument("--fix", action="store_true",
                        help="Apply the safe fixes and report what remains (.pte and .pt2 inputs are rewritten in place; "
                             "entry points, which are code, are fixed in memory: `xferlint fix` writes them)")

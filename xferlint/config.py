@@ -23,6 +23,34 @@ def _kebab(name: str) -> str:
     return name.replace("_", "-")
 
 
+# Units of a byte size, case-insensitive: SI (powers of 1000) and IEC (powers of 1024, the
+# units the reports write sizes in). A bare number is bytes.
+_BYTE_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+               "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+
+
+def parse_bytes(text: str) -> int:
+    """A byte size: `65536`, `65_536`, `64 KiB`, `1.5MiB`, `2 GB` (a sign is kept: the caller
+    refuses a negative budget in its own words). ValueError when it is none; FractionalBytes
+    when it is no whole number of bytes (`0.1 KiB`)."""
+    from fractions import Fraction
+
+    body = text.strip().replace("_", "")
+    sign = -1 if body.startswith("-") else 1
+    number = body.lstrip("+-").rstrip("BbIiKkMmGgTt ")
+    unit = body.lstrip("+-")[len(number):].strip().lower()
+    if unit not in _BYTE_UNITS or not number.replace(".", "", 1).isdigit() or not number.isascii():
+        raise ValueError(f"not a byte size: {text!r}")
+    value = sign * Fraction(number) * _BYTE_UNITS[unit]
+    if value.denominator != 1:
+        raise FractionalBytes(f"{text.strip()} is not a whole number of bytes ({float(value):g})")
+    return int(value)
+
+
+class FractionalBytes(ValueError):
+    """A byte size with a fraction of a byte (`0.1 KiB`)."""
+
+
 @dataclass(**BOUNDARY)
 class Settings:
     """Options shared by the command line and `[tool.xferlint]`."""
@@ -39,7 +67,7 @@ class Settings:
     strict: bool = described("Error on operators the analyzer does not model", default=False)
     unsafe_fixes: bool = described("Also apply fixes marked unsafe", default=False)
     project_root: Optional[str] = described("Root that SARIF/text paths are relative to", default=None)
-    max_transfer_bytes: Optional[int] = described("Per-call transfer budget per method (bytes)", default=None)
+    max_transfer_bytes: Optional[int] = described("Per-call transfer budget per method (bytes; in pyproject.toml also a string with a unit, \"64 KiB\")", default=None)
     exclude: Optional[list[str]] = described(
         "Glob patterns of files and directories directory discovery skips (replaces the defaults)", default=None)
     extend_exclude: list[str] = described("Patterns to skip on top of `exclude`", default_factory=list)
@@ -127,6 +155,15 @@ def _field_name(key: str) -> str:
 
 def _parse(path: str, table: dict) -> Settings:
     spelled = {_field_name(key): key for key in table}  # field -> the key as the file spells it
+    budget = table.get(spelled.get("max_transfer_bytes"))
+    if isinstance(budget, str):  # `max-transfer-bytes = "64 MiB"`
+        try:
+            table = {**table, spelled["max_transfer_bytes"]: parse_bytes(budget)}
+        except FractionalBytes as exc:
+            raise ConfigError(f"{path}: [tool.xferlint] {spelled['max_transfer_bytes']}: {exc}") from None
+        except ValueError:
+            raise ConfigError(f"{path}: [tool.xferlint] {spelled['max_transfer_bytes']}: expected a number of "
+                              f"bytes, with or without a unit (65536, \"64 KiB\"), got {budget!r}") from None
     try:
         settings = from_mapping(Settings, {_field_name(key): value for key, value in table.items()})
     except InvalidField as exc:

@@ -219,6 +219,44 @@ def test_cli_rejects_a_negative_budget(entry, capsys):
     assert "cannot be negative" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("size", ["191", "191 B", "0.1865234375 KiB", "0.191kB"])
+def test_a_budget_takes_a_unit(entry, capsys, size):
+    """191 bytes, written as the reports write sizes or in SI units: the same budget."""
+    code, out, _ = _run(capsys, "check", str(entry / "model.py"), "--max-transfer-bytes", size)
+    assert code == 1 and "XF009" in out and "moves 192 B per call" in out
+
+
+def test_a_budget_in_the_configuration_takes_a_unit(entry, capsys):
+    config = entry / "pyproject.toml"
+    config.write_text('[tool.xferlint]\nmax-transfer-bytes = "1 KiB"\n')
+    code, out, _ = _run(capsys, "check", str(entry / "model.py"), "--config", str(config))
+    assert code == 0 and "All checks passed!" in out
+    config.write_text('[tool.xferlint]\nmax-transfer-bytes = "0.1 KiB"\n')
+    code, out, err = _run(capsys, "check", str(entry / "model.py"), "--config", str(config))
+    assert code == 2 and err.strip().endswith("max-transfer-bytes: 0.1 KiB is not a whole number of bytes (102.4)")
+
+
+@pytest.mark.parametrize("size, why", [("0.5 KiB", None), ("1.25", "not a whole number of bytes (1.25)"),
+                                       ("12 XB", "expected a number of bytes"), ("KiB", "expected a number of bytes"),
+                                       ("1.2.3", "expected a number of bytes"), ("-1 KiB", "cannot be negative (-1 KiB)")])
+def test_a_budget_that_is_no_byte_size_is_one_error(entry, capsys, size, why):
+    if why is None:  # 512 bytes: a size, whole, and more than the model's 192
+        assert _run(capsys, "check", str(entry / "model.py"), "--max-transfer-bytes", size)[0] == 0
+        return
+    with pytest.raises(SystemExit) as exit_info:
+        main(["check", str(entry / "model.py"), f"--max-transfer-bytes={size}"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert why in err and err.count("\n") == 1, err
+
+
+def test_byte_sizes_read_as_the_reports_write_them():
+    from xferlint.config import parse_bytes
+
+    assert [parse_bytes(t) for t in ("65536", "65_536", "64 KiB", "64kib", "1.5MiB", "2 GB", "3 B", ".5 KiB")] == [
+        65536, 65536, 65536, 65536, 1572864, 2 * 10**9, 3, 512]
+
+
 def test_the_json_schema_describes_the_summary(capsys):
     code, out, _ = _run(capsys, "schema")
     schema = json.loads(out)

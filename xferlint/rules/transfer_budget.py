@@ -41,7 +41,9 @@ class TransferBudget(Rule):
     ## What it does
     When a budget is set (`--max-transfer-bytes N`, or `max-transfer-bytes = N` under
     `[tool.xferlint]`), flags every method whose host-to-device and device-to-host copies
-    move more than N bytes per call together, and names the largest copies. Without a
+    move more than N bytes per call together, and names the largest copies. N is bytes
+    (`65536`) or a size with a unit, as the reports write sizes (`"64 KiB"`, `"1.5 MiB"`;
+    SI `kB`, `MB`, `GB` too). Without a
     budget it reports nothing. Copies of symbolic size do not count (their size is
     unknown statically); every copy counts once, including those in control-flow bodies.
 
@@ -54,7 +56,7 @@ class TransferBudget(Rule):
     ## Example
     ```toml
     [tool.xferlint]
-    max-transfer-bytes = 65536   # 64 KiB per call and method
+    max-transfer-bytes = "64 KiB"   # per call and method; 65536 is the same
     ```
 
     ## Use instead
