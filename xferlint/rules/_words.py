@@ -127,14 +127,13 @@ def subject(ctx, node: Optional[Node]) -> str:
 
 
 def value_subject(ctx, vid: Optional[str]) -> str:
-    """`subject` of the node that writes `vid`; for a value a loop carries (moved in on
-    entry, and back by every turn: a `loop` move), the loop that carries it."""
+    """`subject` of the node that writes `vid`; a value a loop carries (moved in on entry,
+    and back by every turn: a `loop` move) is said to be one."""
     writers = ctx.facts.writers(vid)
     if len(writers) < 2:
         return subject(ctx, writers[0] if writers else None)
     if all(w.kind == _MOVE for w in writers) and any(w.target == "loop" for w in writers):
-        where = next(filter(None, (located(ctx.locate(w)) for w in writers)), None)
-        return f"a value carried by {where}" if where is not None else "a loop-carried value"
+        return "a loop-carried value"  # the finding's line is the loop's
     return "a value"
 
 
