@@ -26,6 +26,9 @@ benchmarks/out/large/):
 - traced-loops, traced-short-loops: loops and short-loops with a stack trace (a frame list
   per instruction, as `emit_stacktrace=True` writes one), so that every finding is located:
   issue 11's backward-jump case named `locate()` beside XF005;
+- split-loops, traced-split-loops: 1,000 / 10,000 / 100,000 counted loops, each closed by a
+  backward jump, whose body takes the value to cuda:0 and back through a host op (an XF005
+  each), without and with stack traces: issue 11's jumps, `locate()` and XF005 in one program;
 - in-place-dup: a buffer written in place and copied twice in every block, every block's
   result returned (XF004 and the fix trial were quadratic there), 1k / 10k / 100k instructions;
 - one-slot: one host slot written by a host op, copied to a delegate and written back by
@@ -101,6 +104,8 @@ def shapes() -> dict[str, tuple[str, list[int], Callable[[int], bytes]]]:
         "short-loops": ("jump", [1_000, 10_000, 100_000], lambda n: sp.short_loops(n)),
         "traced-loops": ("loop", [100, 1_000, 10_000], sp.traced_loops),
         "traced-short-loops": ("jump", [1_000, 10_000, 100_000], sp.traced_short_loops),
+        "split-loops": ("jump", [1_000, 10_000, 100_000], sp.split_loops),
+        "traced-split-loops": ("jump", [1_000, 10_000, 100_000], sp.traced_split_loops),
         "in-place-dup": ("instruction", [1_000, 10_000, 100_000], lambda n: sp.in_place_duplicates(max(1, n // 6))),
         "one-slot": ("instruction", [1_000, 10_000, 100_000], lambda n: sp.one_slot(max(1, n // 4))),
         "outputs": ("output", [1_000, 10_000, 100_000], sp.output_round_trips),

@@ -28,7 +28,9 @@ serializer, not lowering) and cached under benchmarks/out/scaling/ (building is 
 - pte loops: 100 -> 10,000 `map`-shaped loops, each closed by a backward jump; pte short
   loops: 1k -> 100k loops of one host op and the jump that closes it; pte traced loops and
   traced short loops: both with a stack trace, a frame list per instruction (every finding
-  located: `locate()` with many backward jumps);
+  located: `locate()` with many backward jumps); pte split loops and traced split loops: 1k
+  -> 100k counted loops through cuda:0 and a host op, an XF005 each (jumps, `locate()` and
+  XF005 together);
 - pte nested loops: 100 -> 10,000 loops nested in one another; pte jumps to one head:
   100 -> 10,000 backward jumps to one loop head (dominators and dominance frontiers);
 - pte methods: 10 -> 1,000 methods;
@@ -242,6 +244,9 @@ def cases() -> list[Case]:
         pte_case("pte-short-loops", "jump", [1_000, 10_000, 100_000], [1_000, 10_000], "short_loops", lambda s: s),
         pte_case("pte-traced-loops", "loop", [100, 1_000, 10_000], [100, 1_000], "traced_loops", lambda s: s),
         pte_case("pte-traced-short-loops", "jump", [1_000, 10_000, 100_000], [1_000, 10_000], "traced_short_loops",
+                 lambda s: s),
+        pte_case("pte-split-loops", "jump", [1_000, 10_000, 100_000], [1_000, 10_000], "split_loops", lambda s: s),
+        pte_case("pte-traced-split-loops", "jump", [1_000, 10_000, 100_000], [1_000, 10_000], "traced_split_loops",
                  lambda s: s),
         pte_case("pte-nested-loops", "loop", [100, 1_000, 10_000], [100, 1_000], "nested_loops", lambda s: s),
         pte_case("pte-jumps-to-one-head", "jump", [100, 1_000, 10_000], [100, 1_000], "jumps_to_one_head",

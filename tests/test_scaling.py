@@ -66,9 +66,10 @@ def test_synthetic_programs_are_valid_pte_files():
     (sp.round_trip_chain, 200, 2_000),  # a round trip at every delegate boundary (an XF001 each)
     (sp.host_fan_in, 500, 5_000),  # one host op joining thousands of D2Hs (one XF005 naming them)
     (sp.device_alias_chain, 500, 5_000),  # views of views: each value's origin through the chain
+    (sp.traced_split_loops, 200, 2_000),  # a jump, a located XF005 and its host segment per loop
 ], ids=["in-place", "wide-delegate", "fan-out", "loops", "nested-loops", "jumps-to-one-head", "constant-chain",
         "delegate-per-call", "wide-inputs", "short-loops", "planned-ladder", "traced-loops", "traced-short-loops",
-        "round-trip-chain", "host-fan-in", "alias-chain"])
+        "round-trip-chain", "host-fan-in", "alias-chain", "traced-split-loops"])
 def test_work_per_unit_stays_flat(build, small, large):
     per_small = _calls(build(small)) / small
     per_large = _calls(build(large)) / large

@@ -330,6 +330,35 @@ def _loops_plan(count: int, trips: int) -> s.ExecutionPlan:
     return b.plan()
 
 
+@lru_cache(maxsize=16)
+def split_loops(count: int) -> bytes:
+    """`count` counted loops, each closed by a backward jump, whose body copies the value to
+    cuda:0, runs a delegate, copies it back and runs a host op on it (an XF005 for every
+    loop but the first: the host op splits the partition the next turn comes back to)."""
+    return serialize([_split_loops_plan(count)])
+
+
+@lru_cache(maxsize=16)
+def traced_split_loops(count: int) -> bytes:
+    """`split_loops` emitted with stack traces: a frame list per instruction."""
+    return serialize([traced(_split_loops_plan(count), period=7)])
+
+
+def _split_loops_plan(count: int) -> s.ExecutionPlan:
+    b = PlanBuilder()
+    x = b.input()
+    one, limit = b.int_(1), b.int_(3)
+    for _ in range(count):
+        counter, done = b.int_(0), b.bool_(False)
+        start = len(b.instructions)
+        x = _through_host(b, x)
+        b.kernel("executorch_prim::add", "Scalar", [counter, one, counter])
+        b.kernel("executorch_prim::eq", "Scalar", [counter, limit, done])
+        b.jump_false(done, start)
+    b.outputs.append(x)
+    return b.plan()
+
+
 def _through_host(b: PlanBuilder, x: int) -> int:
     """x copied to cuda:0, a delegate, its result copied back and a host op on it (XF005's
     split); returns the host op's result."""
