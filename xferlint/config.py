@@ -67,7 +67,9 @@ class Settings:
     strict: bool = described("Error on operators the analyzer does not model", default=False)
     unsafe_fixes: bool = described("Also apply fixes marked unsafe", default=False)
     project_root: Optional[str] = described("Root that SARIF/text paths are relative to", default=None)
-    max_transfer_bytes: Optional[int] = described("Per-call transfer budget per method (bytes; in pyproject.toml also a string with a unit, \"64 KiB\")", default=None)
+    max_transfer_bytes: Optional[int] = described(
+        "Per-call transfer budget per method (bytes; in pyproject.toml also a string with a unit, \"64 KiB\")",
+        default=None)
     exclude: Optional[list[str]] = described(
         "Glob patterns of files and directories directory discovery skips (replaces the defaults)", default=None)
     extend_exclude: list[str] = described("Patterns to skip on top of `exclude`", default_factory=list)
