@@ -41,7 +41,7 @@ The shapes (each a function of a size, returning the file's bytes):
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Optional
+from typing import Callable, Optional
 
 from executorch.exir import schema as s
 from executorch.exir._serialize._program import PTEFile, serialize_pte_binary
@@ -313,19 +313,26 @@ def traced_loops(count: int) -> bytes:
 
 
 def _loops_plan(count: int, trips: int) -> s.ExecutionPlan:
+    def body(b: PlanBuilder, x: int) -> int:  # through the host, then through cuda:0 once more
+        (z,) = b.delegate([b.h2d(_through_host(b, x))])
+        return b.d2h(z)
+
+    return _counted_loops(count, trips, body)
+
+
+def _counted_loops(count: int, trips: int, body: Callable[[PlanBuilder, int], int]) -> s.ExecutionPlan:
+    """`count` loops in a row, each running `body` on the value `trips` times (a counter
+    and the backward jump that closes it), the last one's value returned."""
     b = PlanBuilder()
     x = b.input()
     one, limit = b.int_(1), b.int_(trips)
     for _ in range(count):
         counter, done = b.int_(0), b.bool_(False)
         start = len(b.instructions)
-        on_host = _through_host(b, x)
-        (z,) = b.delegate([b.h2d(on_host)])
-        out = b.d2h(z)
+        x = body(b, x)
         b.kernel("executorch_prim::add", "Scalar", [counter, one, counter])
         b.kernel("executorch_prim::eq", "Scalar", [counter, limit, done])
         b.jump_false(done, start)
-        x = out
     b.outputs.append(x)
     return b.plan()
 
@@ -345,18 +352,7 @@ def traced_split_loops(count: int) -> bytes:
 
 
 def _split_loops_plan(count: int) -> s.ExecutionPlan:
-    b = PlanBuilder()
-    x = b.input()
-    one, limit = b.int_(1), b.int_(3)
-    for _ in range(count):
-        counter, done = b.int_(0), b.bool_(False)
-        start = len(b.instructions)
-        x = _through_host(b, x)
-        b.kernel("executorch_prim::add", "Scalar", [counter, one, counter])
-        b.kernel("executorch_prim::eq", "Scalar", [counter, limit, done])
-        b.jump_false(done, start)
-    b.outputs.append(x)
-    return b.plan()
+    return _counted_loops(count, 3, _through_host)
 
 
 def _through_host(b: PlanBuilder, x: int) -> int:
