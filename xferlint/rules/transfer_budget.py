@@ -43,9 +43,9 @@ class TransferBudget(Rule):
     `[tool.xferlint]`), flags every method whose host-to-device and device-to-host copies
     move more than N bytes per call together, and names the largest copies. N is bytes
     (`65536`) or a size with a unit, as the reports write sizes (`"64 KiB"`, `"1.5 MiB"`;
-    SI `kB`, `MB`, `GB` too). Without a
-    budget it reports nothing. Copies of symbolic size do not count (their size is
-    unknown statically); every copy counts once, including those in control-flow bodies.
+    SI `kB`, `MB`, `GB` too). Without a budget it reports nothing. Copies of symbolic size
+    do not count (their size is unknown statically); every copy counts once, including
+    those in control-flow bodies.
 
     ## Why is this bad?
     Transfers are a fixed per-call cost that grows silently: a new op the backend cannot
