@@ -168,7 +168,8 @@ def test_a_delegate_operand_maps_past_the_constants_it_owns(lowered_once):
             return torch.mm(torch.sin(x), self.w)
 
     program = lowered_once("sin-then-mm-one-delegate",
-                           lambda: lower(SinThenMm(), (torch.randn(3, 5),), [], partitioner=_one_delegate_partitioner()))
+                           lambda: lower(SinThenMm(), (torch.randn(3, 5),), ["cuda:0"],
+                                         partitioner=_one_delegate_partitioner()))
     (method,) = load_graph_program(program, input="m", name="m", file=None).view.methods
     (call,) = [n for n in method.nodes if n.kind == OpKind.DELEGATE]
     info = call.delegate
