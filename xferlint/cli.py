@@ -238,9 +238,11 @@ _ARGUMENTS = {"check": _add_check, "rule": _add_rule, "fix": _add_fix, "schema":
 
 
 def _settings(args: argparse.Namespace):
+    """The run's settings: the configuration's, overridden by the command line; and the
+    configuration file they were read from (None: none, or --isolated)."""
     from xferlint.config import Settings, load_settings
 
-    base, _ = (Settings(), None) if args.isolated else load_settings(args.config)
+    base, config = (Settings(), None) if args.isolated else load_settings(args.config)
     overrides = {
         key: value
         for key, value in {
@@ -268,7 +270,7 @@ def _settings(args: argparse.Namespace):
     root = settings.project_root
     if root and not os.path.isdir(root):  # a typo would otherwise show every path absolute, silently
         raise UsageError(f"{root}: the project root (--project-root or `project-root`) is no directory")
-    return settings
+    return settings, config
 
 
 def _patterns(values) -> list[str]:
@@ -364,16 +366,12 @@ def _refuse_overwriting_any(args: argparse.Namespace, settings, files: list[Opti
     _refuse_overwriting(getattr(args, "write_baseline", None), files, "--write-baseline")
 
 
-def _files_read(args: argparse.Namespace) -> list[Optional[str]]:
+def _files_read(args: argparse.Namespace, config: Optional[str]) -> list[Optional[str]]:
     """The files a check reads that its command line names or implies, the baseline aside:
-    its inputs, the ETRecord and the configuration."""
-    from xferlint.config import find_pyproject
+    its inputs, the ETRecord and the configuration (`config`, as `_settings` found it)."""
     from xferlint.frontends.entrypoints import file_of
 
-    files = [*map(file_of, args.paths), getattr(args, "etrecord", None)]
-    if not args.isolated:
-        files.append(args.config or find_pyproject())
-    return files
+    return [*map(file_of, args.paths), getattr(args, "etrecord", None), config]
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -388,9 +386,9 @@ def cmd_check(args: argparse.Namespace) -> int:
         from xferlint.selection import select_rules
         from xferlint.workers import FixOptions, check_paths
 
-        settings = _settings(args)
+        settings, config = _settings(args)
     _refuse_combinations(args, settings)
-    _refuse_overwriting_any(args, settings, _files_read(args), getattr(args, "baseline", None))
+    _refuse_overwriting_any(args, settings, _files_read(args, config), getattr(args, "baseline", None))
     rules = select_rules(settings.select, settings.ignore, settings.extend_select)
     configure(rules, max_transfer_bytes=settings.max_transfer_bytes)
     paths = [p for p in args.paths if _is_program_input(p)] if args.only_programs else args.paths
@@ -576,7 +574,7 @@ def cmd_fix(args: argparse.Namespace) -> int:
     from xferlint.selection import select_rules
     from xferlint.workers import fix_input
 
-    settings = _settings(args)
+    settings, _ = _settings(args)
     rules = select_rules(settings.select, settings.ignore, settings.extend_select)
     output = args.output
     directory = os.path.dirname(os.path.abspath(output))
@@ -730,10 +728,10 @@ def _run(handler, args: argparse.Namespace, exiting: bool) -> int:
         print_error(str(exc))
         return EXIT_ERROR
     except KeyboardInterrupt:
-        print("error: interrupted", file=sys.stderr)
+        print_error("interrupted")
         return 130
     except Terminated as exc:
-        print("error: terminated", file=sys.stderr)
+        print_error("terminated")
         return 128 + exc.signum
     except BrokenPipeError:  # `xferlint check ... | head`: the reader is gone, so is the output
         try:

@@ -157,15 +157,16 @@ def _field_name(key: str) -> str:
 
 def _parse(path: str, table: dict) -> Settings:
     spelled = {_field_name(key): key for key in table}  # field -> the key as the file spells it
-    budget = table.get(spelled.get("max_transfer_bytes"))
+    key = spelled.get("max_transfer_bytes")
+    budget = table.get(key)
     if isinstance(budget, str):  # `max-transfer-bytes = "64 MiB"`
         try:
-            table = {**table, spelled["max_transfer_bytes"]: parse_bytes(budget)}
+            table = {**table, key: parse_bytes(budget)}
         except FractionalBytes as exc:
-            raise ConfigError(f"{path}: [tool.xferlint] {spelled['max_transfer_bytes']}: {exc}") from None
+            raise ConfigError(f"{path}: [tool.xferlint] {key}: {exc}") from None
         except ValueError:
-            raise ConfigError(f"{path}: [tool.xferlint] {spelled['max_transfer_bytes']}: expected a number of "
-                              f"bytes, with or without a unit (65536, \"64 KiB\"), got {budget!r}") from None
+            raise ConfigError(f"{path}: [tool.xferlint] {key}: expected a number of bytes, with or without a unit "
+                              f"(65536, \"64 KiB\"), got {budget!r}") from None
     try:
         settings = from_mapping(Settings, {_field_name(key): value for key, value in table.items()})
     except InvalidField as exc:
