@@ -292,6 +292,42 @@ def test_fast_constructors_build_what_the_classes_build():
         make(**required).code = "XF002"
 
 
+def test_slotted_instances_are_filled_as_a_twin_and_become_the_class():
+    """A slotted class's instances are built as a plain class with its slots, then given
+    the class (`frozen._twin`): what comes out is the class's own instance, equal, hashing
+    and pickling as the constructor's, and frozen. A class whose base sets attributes its
+    own way (a frozen base) gets no twin and is built through the slots' descriptors."""
+    import pickle
+
+    from xferlint import frozen, records
+    from xferlint.analyzer.view import Value
+
+    fields = dict(index=3, name="n", kind=OpKind.H2D, target="t", inputs=("a",), outputs=("b",), device=CUDA0)
+    assert frozen._twin(Node) is not None and frozen._twin(Value) is not None
+    made = fast_constructor(Node)(**fields)
+    assert type(made) is Node and made == Node(**fields) and hash(made) == hash(Node(**fields))
+    assert pickle.loads(pickle.dumps(made)) == made
+    with pytest.raises(AttributeError):
+        made.name = "m"
+    like = frozen.Frozen(Value).like(Value(id="x", mutable=True), id="y")
+    assert type(like) is Value and like == Value(id="y", mutable=True)
+
+    @records.dataclass(frozen=True, slots=True)
+    class Base:
+        a: int
+
+    @records.dataclass(frozen=True, slots=True)
+    class Child(Base):
+        b: int = 2
+
+    assert frozen._twin(Base) is not None and frozen._twin(Child) is None
+    for cls, kw in ((Base, dict(a=1)), (Child, dict(a=1)), (Child, dict(a=1, b=5))):
+        obj = fast_constructor(cls)(**kw)
+        assert type(obj) is cls and obj == cls(**kw)
+        with pytest.raises(AttributeError):
+            obj.a = 9
+
+
 def test_frozen_builds_slotted_classes_slot_by_slot():
     """Node and Value are slotted: Frozen's whole / of / like / renamed set every slot and
     give what the constructor and `dataclasses.replace` give, still frozen."""
