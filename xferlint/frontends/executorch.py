@@ -155,7 +155,7 @@ def _device(name: str, index: int) -> Device:
 
 def _meta_device(node: Any) -> Optional[Device]:
     """The device the traced metadata (`meta["val"]`) puts a node's result on."""
-    val = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+    val = node.meta.get("val") if isinstance(node, _FX_NODE) else None
     if isinstance(val, torch.Tensor):
         return _device(val.device.type, val.device.index or 0)
     return None
@@ -284,7 +284,7 @@ _FACTS: dict[tuple, _Facts] = {}
 
 
 def _flatten_nodes(arg: Any) -> Iterable[torch.fx.Node]:
-    if isinstance(arg, torch.fx.Node):
+    if isinstance(arg, _FX_NODE):
         yield arg
     elif isinstance(arg, (tuple, list)):
         for item in arg:
@@ -296,6 +296,11 @@ def _flatten_nodes(arg: Any) -> Iterable[torch.fx.Node]:
 
 # --------------------------------------------------------------------------- builder
 
+# Module constants for the per-node paths: `torch.fx.Node` is two attribute look-ups and
+# `OpKind.X` a member look-up through the enum's metaclass (~65 ns) at every use.
+_FX_NODE = torch.fx.Node
+_H2D, _D2H, _GETITEM, _DELEGATE, _COMPUTE, _ALIAS = (
+    OpKind.H2D, OpKind.D2H, OpKind.GETITEM, OpKind.DELEGATE, OpKind.COMPUTE, OpKind.ALIAS)
 _NOT_FOUND = object()  # a dict look-up's miss (None is a location: no user frame)
 # Node(**fields) and Value(**fields) without their generated __init__ (slotted: each slot
 # set through its descriptor): one of each per node
@@ -426,7 +431,7 @@ class _GraphReader:
         out = []
         for arg in args:
             # Most operands are plain nodes: only containers need the recursive walk.
-            nodes = (arg,) if isinstance(arg, torch.fx.Node) else _flatten_nodes(arg)
+            nodes = (arg,) if isinstance(arg, _FX_NODE) else _flatten_nodes(arg)
             for n in nodes:
                 vid = vids.get(n)
                 if vid is not None:
@@ -536,7 +541,7 @@ class _GraphReader:
     def _graph_outputs(self, node) -> list[Optional[str]]:
         result: list[Optional[str]] = []
         for arg in _flatten_args(node.args[0] if node.args else ()):
-            result.append(self.vid.get(arg) if isinstance(arg, torch.fx.Node) else None)
+            result.append(self.vid.get(arg) if isinstance(arg, _FX_NODE) else None)
         return result
 
     def _unknown(self, node, what: str) -> None:
@@ -558,9 +563,9 @@ class _GraphReader:
         if handler == "getitem":
             return self._getitem(node, op.name)
         if handler == "h2d":
-            return self._copy(node, OpKind.H2D, op.name)
+            return self._copy(node, _H2D, op.name)
         if handler == "d2h":
-            return self._copy(node, OpKind.D2H, op.name)
+            return self._copy(node, _D2H, op.name)
         if handler == "delegate":
             return self._delegate(node)
         if handler == "operator":
@@ -569,7 +574,7 @@ class _GraphReader:
             return self._memory(node)
         if handler == "scalar":
             outputs = self._declare(node)
-            self._emit(node, OpKind.COMPUTE, self._operands(node.args), outputs, target=op.name)
+            self._emit(node, _COMPUTE, self._operands(node.args), outputs, target=op.name)
             return None
         if handler == "unknown":
             return self._unknown(node, op.name)
@@ -577,30 +582,30 @@ class _GraphReader:
 
     def _getitem(self, node, name: str) -> None:
         source, index = node.args[:2]
-        elements = self.elements.get(source) if isinstance(source, torch.fx.Node) else None
+        elements = self.elements.get(source) if isinstance(source, _FX_NODE) else None
         outputs = self._declare(node)
         if elements is not None and isinstance(index, int) and 0 <= index < len(elements):
             inputs: tuple[str, ...] = (elements[index],)
         else:
             inputs = self._operands((source,))
-        self._emit(node, OpKind.GETITEM, inputs, outputs, target=name)
+        self._emit(node, _GETITEM, inputs, outputs, target=name)
 
     def _copy(self, node, kind: OpKind, name: str) -> None:
         outputs = self._declare(node)
         args = node.args
         inputs = self._operands((args[0],) if args else (node.kwargs.get("self"),))
         device = None
-        if kind == OpKind.H2D:
+        if kind is _H2D:
             device = self.b.values[outputs[0]].declared_device
             if device is None or device.is_host:
                 out = node.kwargs.get("out")
-                if isinstance(out, torch.fx.Node):
+                if isinstance(out, _FX_NODE):
                     device = _device_of_spec(out.meta.get("spec")) or device
         self._emit(node, kind, inputs, outputs, target=name, device=device)
 
     def _delegate(self, node) -> None:
         args = node.args
-        lowered = self._attr(args[0].target) if isinstance(args[0], torch.fx.Node) else None
+        lowered = self._attr(args[0].target) if isinstance(args[0], _FX_NODE) else None
         inputs = self._operands(args[1:])
         # One DelegateInfo per lowered module and arity: call sites of one module share it.
         key = (id(lowered), len(inputs))
@@ -609,7 +614,7 @@ class _GraphReader:
             cached = self.b.delegates[key] = (lowered, *_delegate_info(self.b, lowered, len(inputs)))
         _, info, device = cached
         outputs = self._declare(node)
-        self._emit(node, OpKind.DELEGATE, inputs, outputs, device=device, delegate=info,
+        self._emit(node, _DELEGATE, inputs, outputs, device=device, delegate=info,
                    target="executorch_call_delegate")
 
     def _memory(self, node) -> None:
@@ -618,9 +623,9 @@ class _GraphReader:
         if name == "alloc":
             self._emit(node, OpKind.ALLOC, (), outputs)
         elif name == "view":
-            self._emit(node, OpKind.ALIAS, self._operands(node.args[:1]), outputs)
+            self._emit(node, _ALIAS, self._operands(node.args[:1]), outputs)
         else:  # memory.free and friends: no result of their own
-            self._emit(node, OpKind.COMPUTE, self._operands(node.args), ())
+            self._emit(node, _COMPUTE, self._operands(node.args), ())
 
     def _operator(self, node, op: _Op) -> None:
         sname = op.schema
@@ -638,11 +643,11 @@ class _GraphReader:
                 inputs = self._operands([source])
             kind = transfer_kind(_meta_device(source), target_device)
             self._emit(node, kind, inputs[:1], outputs, target=op.name,
-                       device=None if kind == OpKind.D2H else target_device, mutates=sname == COPY_INTO_OP)
+                       device=None if kind is _D2H else target_device, mutates=sname == COPY_INTO_OP)
         elif sname in _ALIAS_OPS:
-            self._emit(node, OpKind.ALIAS, inputs[:1], outputs, target=op.name)
+            self._emit(node, _ALIAS, inputs[:1], outputs, target=op.name)
         else:
-            self._emit(node, OpKind.COMPUTE, inputs, outputs, target=op.name, mutates=mutates)
+            self._emit(node, _COMPUTE, inputs, outputs, target=op.name, mutates=mutates)
 
     def _to_target(self, node, sname: str) -> Optional[Device]:
         """The device a `.to()` (or a cross-device `copy_`) moves its operand to: the
@@ -660,7 +665,7 @@ class _GraphReader:
 
     # control flow --------------------------------------------------------------
     def _body(self, attr_node: Any, name: str, bindings: list[tuple[str, ...]]) -> tuple[str, list[Optional[str]]]:
-        if not isinstance(attr_node, torch.fx.Node):
+        if not isinstance(attr_node, _FX_NODE):
             return "", []
         body = _resolve_attr(self.gm, attr_node.target)
         if not isinstance(body, torch.fx.GraphModule):
@@ -716,7 +721,7 @@ class _GraphReader:
         # never runs, so the results are read off the condition's carry placeholders.
         self._loop_back(node, cond_scope, cond_fn, outs[: len(carries)])
         self._loop_back(node, scope, body_fn, outs[: len(carries)])
-        cond_gm = _resolve_attr(self.gm, cond_fn.target) if isinstance(cond_fn, torch.fx.Node) else None
+        cond_gm = _resolve_attr(self.gm, cond_fn.target) if isinstance(cond_fn, _FX_NODE) else None
         if isinstance(cond_gm, torch.fx.GraphModule):
             placeholders = [n for n in cond_gm.graph.nodes if n.op == "placeholder"][: len(carries)]
             self._results(node, [f"{cond_scope}/{ph.name}" for ph in placeholders], results, "carry")
@@ -725,7 +730,7 @@ class _GraphReader:
 
     def _loop_back(self, node, scope: str, attr_node: Any, carried_out: list[Optional[str]]) -> None:
         """The back edge: each next-carry value flows into the body's carry placeholder."""
-        body = _resolve_attr(self.gm, attr_node.target) if isinstance(attr_node, torch.fx.Node) else None
+        body = _resolve_attr(self.gm, attr_node.target) if isinstance(attr_node, _FX_NODE) else None
         if not isinstance(body, torch.fx.GraphModule):
             return
         placeholders = [n for n in body.graph.nodes if n.op == "placeholder"]
@@ -839,9 +844,9 @@ def _first_reader(placeholder: torch.fx.Node, index: dict[torch.fx.Node, int]) -
 
 def _producer(arg: Any, index: dict[torch.fx.Node, int]) -> Optional[int]:
     """The index of the op producing a result (through getitems), None for a pass-through."""
-    while isinstance(arg, torch.fx.Node) and arg.target is operator.getitem and arg.args:
+    while isinstance(arg, _FX_NODE) and arg.target is operator.getitem and arg.args:
         arg = arg.args[0]
-    return index.get(arg) if isinstance(arg, torch.fx.Node) else None
+    return index.get(arg) if isinstance(arg, _FX_NODE) else None
 
 
 def _flatten_args(arg: Any) -> list[Any]:
@@ -948,7 +953,7 @@ def _has_device_delegate_without_copies(gm: torch.fx.GraphModule) -> bool:
             continue
         if _schema_name(node.target) in (H2D_OP, D2H_OP):
             return False
-        if _is_delegate_call(node.target) and isinstance(node.args[0], torch.fx.Node):
+        if _is_delegate_call(node.target) and isinstance(node.args[0], _FX_NODE):
             lowered = _resolve_attr(gm, node.args[0].target)
             if any(s.key == TARGET_DEVICE_KEY for s in getattr(lowered, "compile_specs", None) or []):
                 has_device_delegate = True
