@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from dataclasses import fields
 from typing import Optional, Sequence
 
 from xferlint.analyzer.view import ProgramView
@@ -11,6 +10,7 @@ from xferlint.errors import FixError, UsageError
 from xferlint.frontends import Detached, LoadedProgram
 from xferlint.frontends.entrypoints import expand
 from xferlint.findings import Finding
+from xferlint.frozen import Frozen
 from xferlint.pipeline import CheckRun, collector_paused, load_entry
 from xferlint.rules.base import Rule
 
@@ -107,22 +107,15 @@ def _mark_refused(findings: list[Finding], refused: dict[tuple, str]) -> list[Fi
     return out
 
 
-_REFUSED = ("fixable", "fix_applicability", "saves_bytes", "fix_refused")  # what `_unfixable` sets
-_KEPT = tuple(getattr(Finding, f.name) for f in fields(Finding) if f.name not in _REFUSED)  # slots (BOUNDARY)
+_FINDINGS = Frozen(Finding)
 
 
 def _unfixable(finding: Finding, reason: str) -> Finding:
     """`replace(finding, fixable=False, fix_applicability=None, saves_bytes=None,
-    fix_refused=reason)`, copied slot by slot: replace() gathers every field by keyword for
-    the frozen `__init__`, and a large `.pte` has tens of thousands of refused findings."""
-    new = object.__new__(Finding)
-    for slot in _KEPT:
-        slot.__set__(new, slot.__get__(finding))
-    Finding.fixable.__set__(new, False)
-    Finding.fix_applicability.__set__(new, None)
-    Finding.saves_bytes.__set__(new, None)
-    Finding.fix_refused.__set__(new, reason)
-    return new
+    fix_refused=reason)`, built as `xferlint.frozen` builds a slotted instance: replace()
+    gathers every field by keyword for the frozen `__init__`, and a large `.pte` has tens of
+    thousands of refused findings."""
+    return _FINDINGS.like(finding, fixable=False, fix_applicability=None, saves_bytes=None, fix_refused=reason)
 
 
 def settle_fixability(run: CheckRun, rules: Sequence[Rule], *, unsafe_fixes: bool = False,
