@@ -328,6 +328,27 @@ def test_slotted_instances_are_filled_as_a_twin_and_become_the_class():
             obj.a = 9
 
 
+def test_a_refused_finding_is_the_finding_with_its_fix_withdrawn():
+    """`Frozen.like` of a slotted class with default factories (Finding: steps, copies,
+    removes) copies every slot as `dataclasses.replace` does, without calling replace."""
+    import dataclasses
+
+    from xferlint import frozen
+    from xferlint.fixes.driver import _unfixable
+
+    loc = Location(file="m.py", line=3)
+    finding = Finding(code="XF001", name="x", severity=Severity.WARNING, message="m", input="i", program="p",
+                      method="f", nodes=["a", "b"], devices=["cuda:0", "cpu"], bytes=64, location=loc,
+                      fixable=True, fix_applicability=Applicability.SAFE, steps=[Step(node="a", target="t",
+                      role="d2h", device="cpu", location=loc)], copies=["a"], saves_bytes=64, removes=["a"],
+                      detail="d")
+    assert frozen.Frozen(Finding).slotted is not None
+    refused = _unfixable(finding, "the plan does not fit")
+    assert refused == dataclasses.replace(finding, fixable=False, fix_applicability=None, saves_bytes=None,
+                                          fix_refused="the plan does not fit")
+    assert type(refused) is Finding and refused.steps is finding.steps and finding.fixable
+
+
 def test_frozen_builds_slotted_classes_slot_by_slot():
     """Node and Value are slotted: Frozen's whole / of / like / renamed set every slot and
     give what the constructor and `dataclasses.replace` give, still frozen."""

@@ -30,14 +30,14 @@ class Frozen:
         spec = fields(cls)
         self.cls = cls
         self.template = {f.name: f.default for f in spec}
-        plain = not (hasattr(cls, "__post_init__") or any(not f.init or f.default_factory is not MISSING
-                                                          for f in spec))
+        generated = not (hasattr(cls, "__post_init__") or any(not f.init for f in spec))
+        plain = generated and all(f.default_factory is MISSING for f in spec)
         self.direct = plain and not hasattr(cls, "__slots__")
-        # a slotted class: (its keyword constructor, its `replace`, its `renamed` loop), each slot
-        # set through its descriptor
+        # a slotted class: (its keyword constructor, its `replace`, its `renamed` loop), built as
+        # `fast_constructor` builds (a default factory is called there as `__init__` calls it)
         names = [f.name for f in spec]
         self.slotted = ((fast_constructor(cls), _slotted_like(cls, names), _slotted_renamed(cls, names))
-                        if plain and "__slots__" in vars(cls) else None)
+                        if generated and "__slots__" in vars(cls) else None)
 
     def new(self, **values):
         """`cls(**values)`."""
