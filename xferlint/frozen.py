@@ -20,9 +20,10 @@ class Frozen:
     `object.__setattr__` once per field (~1.3 us a Value, ~1.9 us a Node: a third of
     a frontend's time on a program of 200,000 values and nodes). A dict-backed instance's
     `__dict__` is the one `__init__` leaves: every field, in declaration order (`direct`);
-    a slotted one's slots are set through their descriptors, by `fast_constructor`'s code and,
-    from a prototype, by code generated here (`slotted`). Where neither shortcut holds (`__post_init__`, default factories, fields
-    outside `__init__`), the class is called."""
+    a slotted one is filled as its twin (below), by `fast_constructor`'s code and, from a
+    prototype, by code generated here (`slotted`). Where neither shortcut holds
+    (`__post_init__`, fields outside `__init__`, a dict-backed class with default
+    factories), the class is called."""
 
     __slots__ = ("cls", "template", "direct", "slotted")
 
@@ -97,7 +98,8 @@ class Frozen:
 
 def _slotted_like(cls: type, names: list[str]) -> Any:
     """`like(proto, changes)`, `replace(proto, **changes)` for a slotted class: each slot set
-    through its member descriptor, past the frozen `__setattr__`, from `changes` or `proto`."""
+    past the frozen `__setattr__` (on its twin, else through its member descriptor), from
+    `changes` or `proto`."""
     env: dict[str, Any] = {"_new": object.__new__, "_cls": cls, "_twin": _twin(cls)}
     lines = ["def like(proto, changes):", f" obj = _new({_start(env)})"]
     for k, name in enumerate(names):
@@ -108,7 +110,7 @@ def _slotted_like(cls: type, names: list[str]) -> Any:
 
 def _slotted_renamed(cls: type, names: list[str]) -> Any:
     """`renamed(pairs)` for a slotted class with an `id` field: one generated loop that sets
-    each slot of each copy through its descriptor, the id from the pair and the rest from
+    each slot of each copy (as `_slotted_like` does), the id from the pair and the rest from
     the prototype (a `like` call per value, with its dict of changes, cost a quarter more:
     200,000 Values in 0.17 s against 0.13 s). A prototype that already has its id is taken
     as it is."""
@@ -127,10 +129,10 @@ def _slotted_renamed(cls: type, names: list[str]) -> Any:
 def fast_constructor(cls: type) -> Any:
     """A function that builds instances of frozen dataclass `cls` like `cls(**kw)`, fields
     by keyword, defaults the same, without the generated `__init__`'s `object.__setattr__`
-    per field: straight-line code that sets each slot through its descriptor (slotted
-    classes) or fills the instance dict as `__init__` leaves it (a third of the cost; a
-    check builds a Finding and a few Steps per finding). Classes with a `__post_init__` or
-    fields outside `__init__` get `cls` itself."""
+    per field: straight-line code that fills a slotted instance as its twin (or, without
+    one, through each slot's descriptor), or a dict-backed one's dict as `__init__` leaves
+    it (a third of the cost; a check builds a Finding and a few Steps per finding). Classes
+    with a `__post_init__` or fields outside `__init__` get `cls` itself."""
     spec = fields(cls)
     if hasattr(cls, "__post_init__") or any(not f.init for f in spec):
         return cls
