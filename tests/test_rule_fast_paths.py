@@ -321,6 +321,13 @@ def test_slotted_instances_are_filled_as_a_twin_and_become_the_class():
         b: int = 2
 
     assert frozen._twin(Base) is not None and frozen._twin(Child) is None
+
+    @records.dataclass(frozen=True, slots=True)
+    class Named:  # fields named as the generated constructor's own locals
+        obj: int
+        state: str = "s"
+
+    assert fast_constructor(Named)(obj=1) == Named(1, "s") and fast_constructor(Named)(obj=2).obj == 2
     for cls, kw in ((Base, dict(a=1)), (Child, dict(a=1)), (Child, dict(a=1, b=5))):
         obj = fast_constructor(cls)(**kw)
         assert type(obj) is cls and obj == cls(**kw)

@@ -126,6 +126,9 @@ def _slotted_renamed(cls: type, names: list[str]) -> Any:
     return env["renamed"]
 
 
+_OWN_NAMES = frozenset({"obj", "state"})  # locals of the code `fast_constructor` generates
+
+
 def fast_constructor(cls: type) -> Any:
     """A function that builds instances of frozen dataclass `cls` like `cls(**kw)`, fields
     by keyword, defaults the same, without the generated `__init__`'s `object.__setattr__`
@@ -134,7 +137,9 @@ def fast_constructor(cls: type) -> Any:
     it (a third of the cost; a check builds a Finding and a few Steps per finding). Classes
     with a `__post_init__` or fields outside `__init__` get `cls` itself."""
     spec = fields(cls)
-    if hasattr(cls, "__post_init__") or any(not f.init for f in spec):
+    # a field named as the generated code's own names would shadow them: the class builds it
+    if hasattr(cls, "__post_init__") or any(not f.init or f.name in _OWN_NAMES or f.name.startswith("_")
+                                            for f in spec):
         return cls
     slotted = "__slots__" in vars(cls)
     env: dict[str, Any] = {"_new": object.__new__, "_cls": cls, "_MISSING": dataclasses.MISSING,
