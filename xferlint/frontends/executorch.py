@@ -302,8 +302,8 @@ _FX_NODE = torch.fx.Node
 _H2D, _D2H, _GETITEM, _DELEGATE, _COMPUTE, _ALIAS = (
     OpKind.H2D, OpKind.D2H, OpKind.GETITEM, OpKind.DELEGATE, OpKind.COMPUTE, OpKind.ALIAS)
 _NOT_FOUND = object()  # a dict look-up's miss (None is a location: no user frame)
-# Node(**fields) and Value(**fields) without their generated __init__ (slotted: each slot
-# set through its descriptor): one of each per node
+# Node(**fields) and Value(**fields) without their generated __init__ (slotted: filled as a
+# plain twin, then given their class; see xferlint.frozen): one of each per node
 _NODE_NEW, _VALUE_NEW = fast_constructor(Node), fast_constructor(Value)
 _INNER_OP = Frozen(InnerOp)
 _PLACEMENT = Frozen(Placement)

@@ -201,8 +201,8 @@ def delegate_io(plan: pp.Plan, args: tuple[int, ...], seen: set[int], fixed: set
 _VALUE = Frozen(Value)
 _VALUE_NEW = fast_constructor(Value)
 _PLACEMENT = Frozen(Placement)
-# Node(**fields) without its generated __init__: each slot set through its descriptor, in
-# straight-line code (a method of 100,000 instructions makes 100,000 nodes)
+# Node(**fields) without its generated __init__: straight-line code that fills a plain twin
+# and gives it its class (xferlint.frozen; a method of 100,000 instructions makes 100,000 nodes)
 _NODE_NEW = fast_constructor(Node)
 
 
