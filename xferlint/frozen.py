@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import MISSING, fields, replace
+from functools import lru_cache
 from typing import Any
 
 
@@ -143,7 +144,7 @@ def fast_constructor(cls: type) -> Any:
         return cls
     slotted = "__slots__" in vars(cls)
     env: dict[str, Any] = {"_new": object.__new__, "_cls": cls, "_MISSING": dataclasses.MISSING,
-                           "_twin": _twin(cls) if slotted else None}
+                           "_twin": _twin(cls)}
     params, body = [], [] if slotted else [" state = obj.__dict__"]
     for k, f in enumerate(spec):
         value = f.name
@@ -171,12 +172,14 @@ def fast_constructor(cls: type) -> Any:
 # instance of a plain class with the same slots takes a store per field instead (the
 # interpreter's own slot store, a fifth of that), and CPython lets an object change its
 # `__class__` to a class of the same layout: built as the twin, it becomes the frozen class
-# (a Node in 270 ns instead of 850). Where the layouts differ (CPython refuses the swap) or
+# (a Node in 330 ns instead of 850). Where the layouts differ (CPython refuses the swap) or
 # the bases set attributes their own way, the descriptors are used.
 
 
+@lru_cache(maxsize=None)
 def _twin(cls: type) -> Any:
-    """A plain class whose instances have `cls`'s layout and may become `cls`'s, or None."""
+    """A plain class whose instances have `cls`'s layout and may become `cls`'s, or None;
+    one per class, whichever of the generated builders asks."""
     slots = vars(cls).get("__slots__")
     if slots is None or any(base.__setattr__ is not object.__setattr__ for base in cls.__bases__):
         return None
