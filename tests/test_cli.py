@@ -429,7 +429,7 @@ def test_a_crashing_rule_is_an_error_entry_not_a_traceback(capfd, in_ws, monkeyp
 
     def crash_on_roundtrip(self, ctx):
         if ctx.program.input.startswith("roundtrip.py"):
-            raise RuntimeError("rule blew up")
+            raise RuntimeError("rule blew up " + "y" * 5000)
         return original(self, ctx)
 
     monkeypatch.setattr(RedundantRoundTrip, "check", crash_on_roundtrip)
@@ -437,6 +437,7 @@ def test_a_crashing_rule_is_an_error_entry_not_a_traceback(capfd, in_ws, monkeyp
     assert code == 2
     lines = [line for line in err.splitlines() if "rule blew up" in line]
     assert len(lines) == 1 and "roundtrip.py" in lines[0] and "internal error" in lines[0], err
+    assert len(lines[0]) < 800  # one readable line, however long the message
     report = json.loads(out)
     assert [(f["input"], f["code"]) for f in report["findings"]] == [("staging.py:program", "XF002")]
     assert [(e["input"], e["kind"]) for e in report["errors"]] == [("roundtrip.py:program", "internal")]

@@ -361,6 +361,9 @@ FILES = {
     # the user's exception cannot say what it is: still their error, not xferlint's
     "unprintable.py": "class Odd(Exception):\n    def __str__(self):\n        raise RuntimeError\n"
                       "def program():\n    raise Odd()\n",
+    # a message of megabytes, opening with a terminal escape: one short readable line
+    "shouts.py": "def program():\n    raise ValueError('\\x1b[31mred\\x1b[0m ' + 'x' * 1_000_000)\n",
+    "exits_long.py": "import sys\nsys.exit('bye ' * 100_000)\nprogram = None\n",
     "segfault.py": "import ctypes\nctypes.string_at(0)\nprogram = None\n",
     # What the OOM killer does to a process, without filling a shared machine's memory.
     "oom.py": "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\nprogram = None\n",
@@ -375,6 +378,8 @@ BAD = {  # input -> what its one error line says
     "raises.py:program": "ValueError: no model today",
     "unprintable.py:program": "calling `program` raised Odd (whose message could not be read: its __str__ raised) "
                               "(at unprintable.py:5)",
+    "shouts.py:program": "calling `program` raised ValueError: \\x1b[31mred\\x1b[0m xxxx",
+    "exits_long.py:program": "raised SystemExit: bye bye",
     "segfault.py:program": "crashed (SIGSEGV)",
     "oom.py:program": "killed (SIGKILL",
 }
@@ -424,6 +429,7 @@ def test_each_bad_entry_point_is_one_error_line_and_the_good_ones_are_reported(m
         for label, problem in BAD.items():
             (line,) = [x for x in lines if x.startswith(f"error: {label}: ")]
             assert problem in line, line
+            assert len(line) < 800, line[:200]
         assert "chatter from good.py" in err and "chatter from staging.py" in err  # never on stdout
         assert "chatter" not in out
 

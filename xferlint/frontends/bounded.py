@@ -13,6 +13,7 @@ from xferlint.errors import InputError
 
 MAX_FILE_BYTES = 1 << 34  # 16 GiB: a larger "program" is not one xferlint can read whole
 MAX_TEXT = 200  # longer names are cut in messages
+MAX_MESSAGE = 500  # and longer exception messages of user code
 
 
 class FormatError(InputError):
