@@ -87,6 +87,14 @@ def test_pool_outcomes_in_order_each_failure_one_line(tmp_path):
         assert _gone(int(handle.read()))
 
 
+def test_a_timeout_longer_than_the_clock_holds_is_no_limit():
+    """`--timeout 1e308` (or `timeout = 1e308` in the config) never expires: the tasks run
+    to their end, not into select's overflow (an internal error once)."""
+    outcomes = run_tasks([Task("a", lambda: 1), Task("b", lambda: 2)], jobs=2, timeout=1e308,
+                         write=lambda data: None, timeout_message=lambda label, s: label)
+    assert outcomes == [Done(1), Done(2)]
+
+
 def _oom_score() -> int:
     with open("/proc/self/oom_score_adj") as handle:
         return int(handle.read())

@@ -222,6 +222,9 @@ def _start(index: int, task: Task, others: list[_Worker]) -> _Worker:
                    started=time.monotonic())
 
 
+_LONGEST_WAIT = 3600.0  # seconds one select may block when a deadline is set
+
+
 def _wait(running: dict[int, _Worker], timeout: Optional[float], tick: bool) -> None:
     """Block until a child has something to say, has ended, or a deadline/tick is due."""
     if not running:
@@ -236,7 +239,9 @@ def _wait(running: dict[int, _Worker], timeout: Optional[float], tick: bool) -> 
         now = time.monotonic()
         waits.append(max(0.0, min(w.started + timeout for w in running.values()) - now))
     try:
-        select.select(fds, [], [], min(waits) if waits else None)
+        # at most an hour at a time: select refuses a wait past what time_t holds
+        # (`--timeout 1e308`), and the loop comes round to wait again
+        select.select(fds, [], [], min(*waits, _LONGEST_WAIT) if waits else None)
     except InterruptedError:
         pass
 
