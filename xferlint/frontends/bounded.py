@@ -46,6 +46,8 @@ def open_size(handle: Any, label: str) -> int:
 def safe_text(raw: Any, limit: int = MAX_TEXT) -> str:
     """Untrusted text as a message may show it: at most `limit` characters, control
     characters escaped."""
+    if type(raw) is str and len(raw) <= limit and raw.isprintable():  # most names: as they are
+        return raw
     if raw is None:
         return ""
     text = bytes(raw).decode("utf-8", errors="replace") if isinstance(raw, (bytes, bytearray)) else str(raw)

@@ -17,16 +17,18 @@ from __future__ import annotations
 
 import os
 from dataclasses import field, replace
+from functools import lru_cache
 from typing import Any, Iterator, Optional
 
 from xferlint.analyzer.lattice import Device, interned_device
-from xferlint.analyzer.view import MethodView, Node, OpKind, ProgramView, TensorMeta, Value
+from xferlint.analyzer.view import MethodView, Node, OpKind, ProgramView, SourceLocation, TensorMeta, Value
 from xferlint.errors import UnmodelledOpError
 from xferlint.frontends import LoadedProgram
 from xferlint.frontends.aten import ALIAS_OPS, COPY_INTO_OP, IGNORED_OPS, TO_DEVICE_OPS, transfer_kind
 from xferlint.frontends.bounded import read_file, safe_text
 from xferlint.frontends.pt2.archive import Pt2Archive, Pt2FormatError, open_archive
 from xferlint.frontends.source import location_from_stack_trace, relocate
+from xferlint.frozen import fast_constructor
 from xferlint.records import dataclass
 
 # torch/_export/serde/schema.py ScalarType -> (torch's name, bytes per element)
@@ -40,7 +42,12 @@ SCALAR_TYPES: dict[int, tuple[str, Optional[int]]] = {
 _CONSTANT_SPECS = {"parameter": "parameter_name", "buffer": "buffer_name", "tensor_constant": "tensor_constant_name",
                    "custom_obj": "custom_obj_name", "token": None}
 _SYM_KEYS = ("as_sym_int", "as_sym_float", "as_sym_bool")
+# the argument kinds that refer to values (`_refs`); any other is a constant
+_REF_KEYS = frozenset({"as_tensor", "as_tensors", "as_optional_tensors", "as_optional_tensor", *_SYM_KEYS,
+                       "as_sym_ints", "as_sym_floats", "as_sym_bools"})
 _HOPS = frozenset({"higher_order::cond", "higher_order::map_impl", "higher_order::scan", "higher_order::while_loop"})
+_UNSET = object()
+_NODE_NEW, _VALUE_NEW = fast_constructor(Node), fast_constructor(Value)
 _HOST_SCALAR_PREFIXES = ("_operator.", "operator.", "torch.sym_", "math.", "builtins.")
 
 
@@ -77,21 +84,34 @@ def _device(obj: Any, where: str) -> Device:
     return interned_device(safe_text(kind, 32), index or 0)
 
 
-def _tensor_meta(obj: Any, where: str) -> tuple[TensorMeta, Optional[Device]]:
-    t = _dict(obj, where)
-    dtype = t.get("dtype")
+def _tensor_meta(obj: Any, metas: dict, where: Any) -> tuple[TensorMeta, Optional[Device]]:
+    """A `tensor_values` entry's TensorMeta (one per distinct shape, dtype and size, from
+    `metas`: thousands of values share a few) and device. `where()` names the entry, made
+    only for a failure's message."""
+    if not isinstance(obj, dict):
+        raise _fail(where(), f"expected an object, found {type(obj).__name__}")
+    dtype = obj.get("dtype")
     name, itemsize = SCALAR_TYPES.get(dtype, (None, None)) if isinstance(dtype, int) else (None, None)
+    sizes = obj.get("sizes")
+    if sizes is None:
+        sizes = ()
+    elif not isinstance(sizes, list):
+        raise _fail(f"{where()}.sizes", f"expected a list, found {type(sizes).__name__}")
     shape: list[Optional[int]] = []
-    for dim in _list(t.get("sizes"), f"{where}.sizes"):
+    for dim in sizes:
         size = dim.get("as_int") if isinstance(dim, dict) else None
         shape.append(size if isinstance(size, int) and size >= 0 else None)
     nbytes: Optional[int] = None
-    if itemsize is not None and all(d is not None for d in shape):
+    if itemsize is not None and None not in shape:
         nbytes = itemsize
         for d in shape:
             nbytes *= d  # type: ignore[operator]
-    device = _device(t["device"], f"{where}.device") if t.get("device") is not None else None
-    return TensorMeta(shape=tuple(shape), dtype=name, nbytes=nbytes), device
+    key = (*shape, name, nbytes)  # the shape's length is read off the key's
+    meta = metas.get(key)
+    if meta is None:
+        meta = metas[key] = TensorMeta(shape=tuple(shape), dtype=name, nbytes=nbytes)
+    device = obj.get("device")
+    return meta, (_device(device, f"{where()}.device") if device is not None else None)
 
 
 def _refs(arg: Any, where: str) -> Iterator[str]:
@@ -135,6 +155,7 @@ def scoped(scope: str, name: str) -> str:
 value_refs = _refs  # public: the `.pt2` fixes check what their edits leave referenced
 
 
+@lru_cache(maxsize=4096)  # a program calls a few operators many times
 def _op_name(target: str) -> tuple[str, str]:
     """`torch.ops.aten._to_copy.default` -> (`aten::_to_copy`, `default`)."""
     parts = target[len("torch.ops."):].split(".") if target.startswith("torch.ops.") else []
@@ -156,9 +177,13 @@ class _MethodReader:
     devices: dict[str, Device] = field(default_factory=dict)
     scope: str = ""  # "" at the top level, `cond.true_graph_0` inside a body
     input_ids: list[str] = field(default_factory=list)  # a body's inputs, in order
+    # stack trace -> its SourceLocation (or None), shared with the bodies: the nodes of a
+    # layer written once and run in a loop share their traces, and one parse each is enough
+    locations: dict[str, Optional[SourceLocation]] = field(default_factory=dict)
+    metas: dict[tuple, TensorMeta] = field(default_factory=dict)  # `_tensor_meta`'s, shared with the bodies
 
     def add(self, **kwargs: Any) -> Node:
-        node = Node(index=len(self.nodes), scope=self.scope, **kwargs)
+        node = _NODE_NEW(index=len(self.nodes), scope=self.scope, **kwargs)
         self.nodes.append(node)
         return node
 
@@ -166,6 +191,14 @@ class _MethodReader:
         return scoped(self.scope, name)
 
     def _ids(self, arg: Any, where: str) -> tuple[str, ...]:
+        if type(arg) is dict and len(arg) == 1:  # most arguments: one tensor, or a constant
+            for key, body in arg.items():
+                if key == "as_tensor" and type(body) is dict:
+                    name = body.get("name")
+                    if type(name) is str and name:
+                        return (scoped(self.scope, name),)
+                elif key not in _REF_KEYS:
+                    return ()
         return tuple(self._id(r) for r in _refs(arg, where))
 
     def read(self) -> MethodView:
@@ -188,12 +221,13 @@ class _MethodReader:
 
     def _values(self, graph: dict[str, Any]) -> None:
         tensors = _dict(graph.get("tensor_values") or {}, "graph.tensor_values")
+        values, devices, metas, scope = self.values, self.devices, self.metas, self.scope
         for name, meta in tensors.items():
-            tensor, device = _tensor_meta(meta, f"tensor_values[{safe_text(name, 60)}]")
-            vid = self._id(name)
-            self.values[vid] = Value(id=vid, tensor=tensor, declared_device=device)
+            tensor, device = _tensor_meta(meta, metas, lambda: f"tensor_values[{safe_text(name, 60)}]")
+            vid = scoped(scope, name)
+            values[vid] = _VALUE_NEW(id=vid, tensor=tensor, declared_device=device)
             if device is not None:
-                self.devices[vid] = device
+                devices[vid] = device
         for key in ("sym_int_values", "sym_float_values", "sym_bool_values", "custom_obj_values"):
             for name in _dict(graph.get(key) or {}, f"graph.{key}"):
                 self.values.setdefault(self._id(name), Value(id=self._id(name)))
@@ -240,13 +274,15 @@ class _MethodReader:
         operands = tuple(r for n, a in args if n != "out" for r in self._ids(a, f"{where}.inputs"))
         outputs = tuple(r for k, o in enumerate(_list(node.get("outputs"), f"{where}.outputs"))
                         for r in self._ids(o, f"{where}.outputs[{k}]"))
+        values = self.values
         for vid in operands + outputs:
-            self.values.setdefault(vid, Value(id=vid))
+            if vid not in values:
+                values[vid] = _VALUE_NEW(id=vid)
         name = node.get("name") if isinstance(node.get("name"), str) else (outputs[0] if outputs else where)
         metadata = node.get("metadata") if isinstance(node.get("metadata"), dict) else {}
         trace = metadata.get("stack_trace")
         common = dict(name=self._id(safe_text(name)), target=safe_text(target[len("torch.ops."):] if sname else target),
-                      outputs=outputs, location=location_from_stack_trace(trace if isinstance(trace, str) else None))
+                      outputs=outputs, location=self._location(trace))
         if sname in TO_DEVICE_OPS or sname == COPY_INTO_OP:
             moved = self._move(sname, args, operands, outputs, where)
             if moved is not None:
@@ -268,6 +304,15 @@ class _MethodReader:
             mutates = (op.endswith("_") and not op.endswith("__")) or overload == "out"
             self.add(kind=OpKind.COMPUTE, inputs=operands, mutates=mutates, **common)
 
+    def _location(self, trace: Any) -> Optional[SourceLocation]:
+        """The SourceLocation of a node's stack trace, one per distinct trace."""
+        if not isinstance(trace, str) or not trace:
+            return None
+        found = self.locations.get(trace, _UNSET)
+        if found is _UNSET:
+            found = self.locations[trace] = location_from_stack_trace(trace)
+        return found
+
     def _hop(self, hop: str, args, outputs, common, where) -> None:
         """A higher-order op: a CONTROL node reading its operands, each subgraph inlined
         with its inputs bound (MOVE `bind`), loop-carried values fed back into the inputs
@@ -287,7 +332,8 @@ class _MethodReader:
         for k, body in bodies:
             label = body_label(body, k)
             child = _MethodReader(self.gm, self.strict, self.nodes, self.values, self.devices,
-                                  scope=body_scope(common["name"], label))
+                                  scope=body_scope(common["name"], label), locations=self.locations,
+                                  metas=self.metas)
             graph = _dict(body.get("graph"), f"{where}.{label}")
             read.append((child, child.body(graph, bound, f"{where}.{label}")))
         label = {"cond": "merge", "map_impl": "stack"}.get(hop, "carry")
@@ -353,11 +399,29 @@ def view_of(archive: Pt2Archive, label: str, name: str, path: Optional[str], str
     gm = _dict(archive.model.get("graph_module"), "graph_module")
     method = _MethodReader(gm, strict).read()
     if path is not None:
-        cache: dict = {}
-        nodes = tuple(n if n.location is None else replace(n, location=relocate(n.location, path, cache))
-                      for n in method.nodes)
-        method = replace(method, nodes=nodes)
+        method = _relocated(method, path)
     return ProgramView(input=label, name=name, kind="pt2", methods=(method,), file=path)
+
+
+def _relocated(method: MethodView, path: str) -> MethodView:
+    """The method with its nodes' source files found beside the archive (`relocate`), each
+    distinct location asked once (nodes share them: `_MethodReader._location`); the nodes
+    whose location stays as it is are kept as they are."""
+    moved: dict[int, Optional[SourceLocation]] = {}  # id(location) -> relocated; the nodes keep them alive
+    cache: dict = {}
+    nodes = list(method.nodes)
+    changed = False
+    for k, node in enumerate(nodes):
+        loc = node.location
+        if loc is None:
+            continue
+        new = moved.get(id(loc), _UNSET)
+        if new is _UNSET:
+            new = moved[id(loc)] = relocate(loc, path, cache)
+        if new is not loc:
+            nodes[k] = replace(node, location=new)
+            changed = True
+    return replace(method, nodes=tuple(nodes)) if changed else method
 
 
 @dataclass(frozen=True, slots=True)
