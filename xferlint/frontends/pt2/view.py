@@ -61,11 +61,14 @@ def _dict(obj: Any, where: str) -> dict[str, Any]:
     return obj
 
 
-def _list(obj: Any, where: str) -> list[Any]:
+def _list(obj: Any, where: str, part: str = "") -> list[Any]:
+    """`obj`, a list (None: empty); `where` + `part` name it in a failure's message."""
+    if type(obj) is list:
+        return obj
     if obj is None:
         return []
     if not isinstance(obj, list):
-        raise _fail(where, f"expected a list, found {type(obj).__name__}")
+        raise _fail(where + part, f"expected a list, found {type(obj).__name__}")
     return obj
 
 
@@ -190,7 +193,9 @@ class _MethodReader:
     def _id(self, name: str) -> str:
         return scoped(self.scope, name)
 
-    def _ids(self, arg: Any, where: str) -> tuple[str, ...]:
+    def _ids(self, arg: Any, where: str, part: str = "", k: Optional[int] = None) -> tuple[str, ...]:
+        """The ids of the values `arg` refers to (`_refs`); `where`, `part` and `k` name it in
+        a failure's message (`graph.nodes[3]` `.outputs` `[0]`), joined only then."""
         if type(arg) is dict and len(arg) == 1:  # most arguments: one tensor, or a constant
             for key, body in arg.items():
                 if key == "as_tensor" and type(body) is dict:
@@ -199,6 +204,7 @@ class _MethodReader:
                         return (scoped(self.scope, name),)
                 elif key not in _REF_KEYS:
                     return ()
+        where = f"{where}{part}" if k is None else f"{where}{part}[{k}]"
         return tuple(self._id(r) for r in _refs(arg, where))
 
     def read(self) -> MethodView:
@@ -268,12 +274,15 @@ class _MethodReader:
         if sname in IGNORED_OPS:
             return
         args: list[tuple[Optional[str], Any]] = []
-        for k, inp in enumerate(_list(node.get("inputs"), f"{where}.inputs")):
-            inp = _dict(inp, f"{where}.inputs[{k}]")
-            args.append((inp.get("name") if isinstance(inp.get("name"), str) else None, inp.get("arg")))
-        operands = tuple(r for n, a in args if n != "out" for r in self._ids(a, f"{where}.inputs"))
-        outputs = tuple(r for k, o in enumerate(_list(node.get("outputs"), f"{where}.outputs"))
-                        for r in self._ids(o, f"{where}.outputs[{k}]"))
+        for k, inp in enumerate(_list(node.get("inputs"), where, ".inputs")):
+            if type(inp) is not dict:
+                _dict(inp, f"{where}.inputs[{k}]")  # raises, naming it
+            arg_name = inp.get("name")
+            args.append((arg_name if type(arg_name) is str else None, inp.get("arg")))
+        ids = self._ids
+        operands = tuple(r for n, a in args if n != "out" for r in ids(a, where, ".inputs"))
+        outputs = tuple(r for k, o in enumerate(_list(node.get("outputs"), where, ".outputs"))
+                        for r in ids(o, where, ".outputs", k))
         values = self.values
         for vid in operands + outputs:
             if vid not in values:
