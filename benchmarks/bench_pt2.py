@@ -14,6 +14,7 @@ per layer at the largest size over the size before (1.0 is linear).
 
     .venv/bin/python benchmarks/bench_pt2.py
     .venv/bin/python benchmarks/bench_pt2.py --sizes 100,1000 --runs 5
+    .venv/bin/python benchmarks/bench_pt2.py --quick      # 100 and 1,000 layers, one run each
 """
 
 from __future__ import annotations
@@ -96,7 +97,10 @@ def main(argv=None) -> int:
     parser.add_argument("--runs", type=int, default=3, help="xferlint runs per size")
     parser.add_argument("--torch-runs", type=int, default=1, help="torch.export.load runs per size")
     parser.add_argument("--json", type=Path, default=HERE / "out" / "bench_pt2.json")
+    parser.add_argument("--quick", action="store_true", help="100 and 1,000 layers, one run each")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.sizes, args.runs, args.torch_runs = "100,1000", 1, 1
     load = os.getloadavg()
     results = []
     for layers in (int(s) for s in args.sizes.split(",")):
