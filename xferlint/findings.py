@@ -108,6 +108,19 @@ class InputErrorEntry:
 _DIGITS = re.compile(r"\d+")
 
 
+def anchor_node(finding: "Finding") -> str:
+    """The node a finding without a source line is reported at, the same in every output
+    format: the first copy it is about, else the first `.pte` instruction or chain on its
+    path (a delegate call is named by its instruction), else its path's first node; `?`
+    when it names none."""
+    if finding.copies:
+        return finding.copies[0]
+    for name in finding.nodes:
+        if name.startswith(("instr ", "chain ")):
+            return name
+    return finding.nodes[0] if finding.nodes else "?"
+
+
 def node_order(nodes: tuple[str, ...]) -> tuple:
     """A sort key for a finding's node names that puts the first node's number in numeric
     order: `instr 9` before `instr 16` before `instr 103` (a `.pte` without debug info has

@@ -140,6 +140,33 @@ def test_program_without_source_points_at_the_input_file(sarif, model_dir):
         assert step["location"]["logicalLocations"][0]["name"] in step["location"]["message"]["text"]
 
 
+def test_a_finding_without_source_is_at_the_same_node_in_every_format(sarif, model_dir, capsys):
+    """Every format names the node a finding without a source line is reported at, and all
+    name the same one: the copy it is about (a round trip's D2H), not the first node of its
+    path (the getitem that produced the value), which SARIF and the CI formats once named
+    while the text said the copy."""
+    from xferlint.cli import main
+
+    out = sarif(["nosource.py", "--select", "XF001"], cwd=model_dir)
+    (result,) = out.results
+    (logical,) = result["locations"][0]["logicalLocations"]
+    capsys.readouterr()
+    main(["check", "--isolated", "--select", "XF001", "--format", "json", "nosource.py"])
+    (finding,) = json.loads(capsys.readouterr().out)["findings"]
+    node = finding["copies"][0]
+    assert node != finding["nodes"][0] and logical["name"] == node
+    assert f"node `{node}`" in result["message"]["text"]
+    expected = {"concise": f"nosource.py:program:forward:{node}: XF001",
+                "github": f"nosource.py:program forward {node}: ",
+                "gitlab": f"XF001 nosource.py:program forward {node}: ",
+                "junit": f"nosource.py:program forward {node}"}
+    for fmt, text in expected.items():
+        main(["check", "--isolated", "--select", "XF001", "--format", fmt, "nosource.py"])
+        shown = capsys.readouterr().out
+        assert text in shown, (fmt, shown[:500])
+        assert finding["nodes"][0] not in shown, (fmt, shown[:500])
+
+
 def test_inputs_that_fail_to_load_are_notifications(sarif, model_dir):
     out = sarif(["pipeline.py", "broken.py", "missing.py"], cwd=model_dir)
     assert out.rc == 2

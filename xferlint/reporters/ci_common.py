@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from xferlint.findings import anchor_node
 from xferlint.fingerprint import finding_key, fingerprints
 from xferlint.reporters import ReportOptions, display_path
 
@@ -30,8 +31,7 @@ def column_of(finding) -> int:
 def where_in_program(finding) -> str:
     """`program[edge] forward instr 3`: the place inside the program, for formats whose
     location is a file and line only."""
-    node = finding.nodes[0] if finding.nodes else "?"
-    return f"{finding.input} {finding.method} {node}"
+    return f"{finding.input} {finding.method} {anchor_node(finding)}"
 
 
 def finding_fingerprints(report, options: ReportOptions) -> list[str]:

@@ -63,7 +63,7 @@ from sarif_om import (
 )
 
 from xferlint import __version__
-from xferlint.findings import Finding, Severity, Step, node_order
+from xferlint.findings import Finding, Severity, Step, anchor_node, node_order
 from xferlint.findings import Location as SourceLine
 from xferlint.fingerprint import SCHEME, finding_key, fingerprints
 from xferlint import fsutil
@@ -329,15 +329,16 @@ def _bag(**values) -> dict:
 
 
 def _primary_step(finding: Finding) -> Optional[int]:
-    if finding.location is None:
-        return 0 if finding.steps else None
+    if finding.location is None:  # the step of the node every format reports it at
+        node = anchor_node(finding)
+        return next((i for i, s in enumerate(finding.steps) if s.node == node), None)
     return next((i for i, s in enumerate(finding.steps) if s.location == finding.location), None)
 
 
 def _message(finding: Finding) -> str:
     if finding.location is not None:
         return finding.message
-    node = finding.nodes[0] if finding.nodes else "?"
+    node = anchor_node(finding)
     return (
         f"{finding.message} The program carries no source information, so this points at the input: "
         f"node `{node}` of program `{finding.program}`, method `{finding.method}`."
@@ -366,7 +367,7 @@ def _flow_text(steps: list[Step], shown: int) -> str:
 
 
 def _result(finding: Finding, rule_index: int, locator: _Locator, fingerprint: str, **extra) -> Result:
-    primary_node = finding.nodes[0] if finding.nodes else "?"
+    primary_node = anchor_node(finding)
     primary = _primary_step(finding)
     if primary is not None and finding.steps:
         primary_node = finding.steps[primary].node

@@ -20,7 +20,7 @@ import textwrap
 from collections import Counter
 
 from xferlint.console import one_line
-from xferlint.findings import Applicability
+from xferlint.findings import Applicability, anchor_node
 from xferlint.reporters import ReportOptions, display_path
 from xferlint.rules.base import format_bytes
 
@@ -34,11 +34,9 @@ def _paint(text: str, style: str, options: ReportOptions) -> str:
 
 
 def _instr(finding) -> str:
-    """A program location without source: the first copy's instruction (`instr 12`), else the
-    first step's node, without the operator in parentheses."""
-    names = list(finding.copies) + [n for n in finding.nodes if n.startswith(("instr ", "chain "))]
-    node = names[0] if names else (finding.nodes[0] if finding.nodes else "?")
-    return node.split(" (", 1)[0]
+    """A program location without source: `anchor_node` (`instr 12`), without the operator
+    in parentheses."""
+    return anchor_node(finding).split(" (", 1)[0]
 
 
 def _where(finding, options: ReportOptions) -> str:
