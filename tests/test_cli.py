@@ -422,6 +422,39 @@ def test_file_attribute_entry_point(capfd, in_ws):
     assert finding["input"] == "roundtrip.py:alt_name" and finding["program"] == "alt_name"
 
 
+HAND_BUILT = """\
+from xferlint.analyzer.lattice import CPU, Device
+from xferlint.analyzer.view import MethodView, Node, OpKind, ProgramView, TensorMeta, Value
+
+meta = TensorMeta(shape=(4, 4), dtype="float32", nbytes=64)
+cuda = Device("cuda", 0)
+values = {"x": Value(id="x", tensor=meta, declared_device=CPU),
+          "d": Value(id="d", tensor=meta, declared_device=cuda),
+          "h": Value(id="h", tensor=meta, declared_device=CPU)}
+nodes = (Node(0, "x", OpKind.INPUT, "input", outputs=("x",)),
+         Node(1, "h2d", OpKind.H2D, "et_copy._h2d_copy.default", inputs=("x",), outputs=("d",), device=cuda),
+         Node(2, "d2h", OpKind.D2H, "et_copy._d2h_copy.default", inputs=("d",), outputs=("h",)))
+program = ProgramView(input="built.py:program", name="program", kind="graph",
+                      methods=(MethodView(name="forward", nodes=nodes, values=values, outputs=("d",)),))
+"""
+
+
+def test_a_view_built_in_an_entry_point_is_that_files_program(capfd, tmp_path, monkeypatch):
+    """A ProgramView built by hand (no file of its own) is the entry point file's program:
+    its findings name the file, SARIF points there, and per-file-ignores on it apply."""
+    (tmp_path / "built.py").write_text(HAND_BUILT)
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = _check(capfd, "built.py", "--format", "json", "--isolated")
+    (finding,) = json.loads(out)["findings"]
+    assert code == 1 and finding["code"] == "XF003" and finding["file"] == str(tmp_path / "built.py")
+    code, out, _ = _check(capfd, "built.py", "--format", "sarif", "--isolated")
+    (result,) = json.loads(out)["runs"][0]["results"]
+    assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].endswith("built.py")
+    (tmp_path / "pyproject.toml").write_text('[tool.xferlint]\nper-file-ignores = {"built.py" = ["XF003"]}\n')
+    code, out, _ = _check(capfd, "built.py", "--format", "json")
+    assert code == 0 and json.loads(out)["findings"] == []
+
+
 def test_a_crashing_rule_is_an_error_entry_not_a_traceback(capfd, in_ws, monkeypatch):
     from xferlint.rules.redundant_round_trip import RedundantRoundTrip
 

@@ -10,7 +10,7 @@ report), never the API or the CLI.
 from __future__ import annotations
 
 import gc
-from dataclasses import field
+from dataclasses import field, replace
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence
 
 from xferlint.analyzer.facts import DeviceFacts
@@ -109,7 +109,12 @@ def configure(rules: Sequence[Rule], **options: Any) -> Sequence[Rule]:
 def load_program(program: ProgramObject, strict: bool = False) -> LoadedProgram:
     """Read a program object into a view with the frontend that owns its kind."""
     if isinstance(program.obj, ProgramView):
-        return LoadedProgram(view=program.obj, native=None)
+        view = program.obj
+        if view.file is None and program.file is not None:
+            # a view built by hand in an entry point is that file's program: its findings point
+            # there (SARIF's physical location) and per-file-ignores on the file apply to them
+            view = replace(view, file=program.file)
+        return LoadedProgram(view=view, native=None)
     from xferlint.frontends.executorch import load_graph_program
 
     with collector_paused():
