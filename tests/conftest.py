@@ -16,7 +16,7 @@ import pytest
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.dirname(TESTS_DIR)
 
-# `randmodels` (the random model generator) is a plain module next to the tests; keep it
+# `randmodels` (the random model generator) and `hand_built` are plain modules next to the tests; keep them
 # importable whatever pytest's import mode is.
 if TESTS_DIR not in sys.path:
     sys.path.insert(0, TESTS_DIR)

@@ -19,6 +19,7 @@ import textwrap
 import jsonschema
 import pytest
 
+from hand_built import dead_copy_view
 from xferlint.cli import main
 
 FINDING_KEYS = {"code", "name", "severity", "message", "input", "method", "nodes", "devices", "bytes", "location",
@@ -422,21 +423,7 @@ def test_file_attribute_entry_point(capfd, in_ws):
     assert finding["input"] == "roundtrip.py:alt_name" and finding["program"] == "alt_name"
 
 
-HAND_BUILT = """\
-from xferlint.analyzer.lattice import CPU, Device
-from xferlint.analyzer.view import MethodView, Node, OpKind, ProgramView, TensorMeta, Value
-
-meta = TensorMeta(shape=(4, 4), dtype="float32", nbytes=64)
-cuda = Device("cuda", 0)
-values = {"x": Value(id="x", tensor=meta, declared_device=CPU),
-          "d": Value(id="d", tensor=meta, declared_device=cuda),
-          "h": Value(id="h", tensor=meta, declared_device=CPU)}
-nodes = (Node(0, "x", OpKind.INPUT, "input", outputs=("x",)),
-         Node(1, "h2d", OpKind.H2D, "et_copy._h2d_copy.default", inputs=("x",), outputs=("d",), device=cuda),
-         Node(2, "d2h", OpKind.D2H, "et_copy._d2h_copy.default", inputs=("d",), outputs=("h",)))
-program = ProgramView(input="built.py:program", name="program", kind="graph",
-                      methods=(MethodView(name="forward", nodes=nodes, values=values, outputs=("d",)),))
-"""
+HAND_BUILT = dead_copy_view("built.py:program")
 
 
 def test_a_view_built_in_an_entry_point_is_that_files_program(capfd, tmp_path, monkeypatch):
