@@ -26,14 +26,19 @@ T = TypeVar("T")
 _SET = "_xferlint_set_fields"
 
 
+_CHOSEN: dict[frozenset, frozenset] = {}  # one set of field names per combination: objects share it
+
+
 def new(cls: type[T], **fields: Any) -> T:
     """`cls(**fields)`, remembering that exactly these fields were set."""
     obj = cls(**fields)
-    object.__setattr__(obj, _SET, frozenset(fields))
+    chosen = frozenset(fields)
+    object.__setattr__(obj, _SET, _CHOSEN.setdefault(chosen, chosen))
     return obj
 
 
 _FIELDS: dict[type, Optional[tuple[tuple[str, str], ...]]] = {}  # class -> (field, property) pairs; None: no attrs class
+_UNSEEN = object()  # a class `_FIELDS` has no answer for yet
 
 
 def _fields(cls: type) -> Optional[tuple[tuple[str, str], ...]]:
@@ -108,10 +113,40 @@ def _write_items(items: list[tuple[str, Any]], pad: str, out: list[str]) -> None
     out.append(pad + "}")
 
 
+_PLANS: dict[tuple, tuple[tuple[str, str], ...]] = {}  # (class, set fields) -> `_plan`
+
+
+def _plan(cls: type, fields: tuple[tuple[str, str], ...], chosen: Optional[frozenset]) -> tuple[tuple[str, str], ...]:
+    """(attribute, its JSON key and `: `) of each field an object of attrs class `cls` whose
+    set fields are `chosen` may write (`_members`' choice, the keys encoded once per class
+    and choice rather than once per object: a log of 20,000 results has a million members)."""
+    key = (cls, chosen)
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = _PLANS[key] = tuple((name, encode_string(prop) + ": ") for name, prop in fields
+                                   if chosen is None or name in chosen)
+    return plan
+
+
 def _write(obj: Any, pad: str, out: list[str]) -> None:
     """The JSON text of `obj` (what `to_dict` makes of it) at indentation `pad`."""
-    if type(obj) is str:
+    cls = type(obj)
+    if cls is str:
         out.append(encode_string(obj))
+        return
+    fields = _FIELDS.get(cls, _UNSEEN)
+    if fields is _UNSEEN:
+        fields = _fields(cls)
+    if fields is not None:  # a sarif-om object: `_write_items(_members(obj))`, inline
+        inner = pad + "  "
+        opening = "{" + inner
+        for name, key in _plan(cls, fields, getattr(obj, _SET, None)):
+            value = getattr(obj, name)
+            if value is not None:
+                out.append(opening + key)
+                _write(value, inner, out)
+                opening = "," + inner
+        out.append("{}" if opening[0] == "{" else pad + "}")
         return
     members = _members(obj)
     if members is not None:
