@@ -39,6 +39,7 @@ def new(cls: type[T], **fields: Any) -> T:
 
 _FIELDS: dict[type, Optional[tuple[tuple[str, str], ...]]] = {}  # class -> (field, property) pairs; None: no attrs class
 _UNSEEN = object()  # a class `_FIELDS` has no answer for yet
+_LONG = 64  # a list this long has each item's text joined on its own (`_write`)
 
 
 def _fields(cls: type) -> Optional[tuple[tuple[str, str], ...]]:
@@ -157,10 +158,17 @@ def _write(obj: Any, pad: str, out: list[str]) -> None:
             return
         inner = pad + "  "
         opening = "[" + inner
-        for item in obj:
-            out.append(opening)
-            _write(item, inner, out)
-            opening = "," + inner
+        if len(obj) < _LONG:
+            for item in obj:
+                out.append(opening)
+                _write(item, inner, out)
+                opening = "," + inner
+        else:  # each item's parts joined as it is written: a log's results are millions of parts
+            for item in obj:
+                parts = [opening]
+                _write(item, inner, parts)
+                out.append("".join(parts))
+                opening = "," + inner
         out.append(pad + "]")
     else:
         out.append(_scalar(obj))
