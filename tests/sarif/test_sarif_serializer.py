@@ -77,3 +77,15 @@ def test_dumps_writes_what_json_writes_of_to_dict_byte_for_byte():
     assert dumps(log) == json.dumps(ordered, indent=2, ensure_ascii=False) + "\n"
     with pytest.raises(TypeError, match="cannot serialize a set"):
         dumps(new(SarifLog, version="2.1.0", runs=[], properties={"s": {1}}))
+
+
+def test_long_lists_are_written_as_json_writes_them():
+    """A list of 64 items or more has each item's text joined on its own (a log's 20,000
+    results were millions of parts at once): the same bytes as json.dumps, nested too."""
+    results = [new(Result, message=new(Message, text=f"r{k}", arguments=[f"a{j}" for j in range(k % 70)]),
+                   properties={"k": k, "deep": [[j] for j in range(65)] if k == 3 else []}) for k in range(100)]
+    log = new(SarifLog, version="2.1.0", schema_uri="https://json.schemastore.org/sarif-2.1.0.json",
+              runs=[new(Run, tool=new(Tool, driver=new(ToolComponent, name="t")), results=results)])
+    data = to_dict(log)
+    ordered = {"$schema": data.pop("$schema"), "version": data.pop("version"), **data}
+    assert dumps(log) == json.dumps(ordered, indent=2, ensure_ascii=False) + "\n"
