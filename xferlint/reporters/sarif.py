@@ -214,6 +214,7 @@ class _Logical:
     def __init__(self) -> None:
         self.entries: list[LogicalLocation] = []
         self._index: dict[str, int] = {}
+        self._refs: dict[tuple, LogicalLocation] = {}
 
     def _add(self, fqn: str, name: str, kind: str, parent: Optional[int]) -> int:
         if fqn not in self._index:
@@ -225,12 +226,19 @@ class _Logical:
         return self._index[fqn]
 
     def node(self, finding: Finding, node: str) -> LogicalLocation:
-        program = self._add(finding.input, finding.program, "module", None)
-        method_fqn = f"{finding.input}/{finding.method}"
-        method = self._add(method_fqn, finding.method, "function", program)
-        fqn = f"{method_fqn}/{node}"
-        index = self._add(fqn, node, "variable", method)
-        return new(LogicalLocation, name=node, fully_qualified_name=fqn, kind="variable", index=index)
+        """The reference to a node's entry; one object per node, shared by every location
+        that names it (the log is written, never changed)."""
+        key = (finding.input, finding.program, finding.method, node)
+        found = self._refs.get(key)
+        if found is None:
+            program = self._add(finding.input, finding.program, "module", None)
+            method_fqn = f"{finding.input}/{finding.method}"
+            method = self._add(method_fqn, finding.method, "function", program)
+            fqn = f"{method_fqn}/{node}"
+            index = self._add(fqn, node, "variable", method)
+            found = self._refs[key] = new(LogicalLocation, name=node, fully_qualified_name=fqn, kind="variable",
+                                          index=index)
+        return found
 
 
 def _binding_line(path: str, attr: str) -> tuple[int, int]:
@@ -262,14 +270,16 @@ class _Locator:
     def __init__(self, root: str, logical: _Logical) -> None:
         self.root = root
         self.logical = logical
-        # per log: a finding with 100,000 steps names one file 200,000 times
-        self._uris: dict[str, _Uri] = {}
+        # per log: a finding with 100,000 steps names one file 200,000 times; the objects
+        # are shared by the locations that name the same file (the log is never changed)
+        self._artifacts: dict[str, ArtifactLocation] = {}
         self._bindings: dict[tuple[str, str], tuple[int, int]] = {}
+        self._inputs: dict[tuple[str, str], PhysicalLocation] = {}
 
-    def _uri(self, path: str) -> _Uri:
-        found = self._uris.get(path)
+    def _artifact(self, path: str) -> ArtifactLocation:
+        found = self._artifacts.get(path)
         if found is None:
-            found = self._uris[path] = _file_uri(path, self.root)
+            found = self._artifacts[path] = _file_uri(path, self.root).artifact()
         return found
 
     def _binding(self, path: str, attr: str) -> tuple[int, int]:
@@ -287,18 +297,21 @@ class _Locator:
                 region["snippet"] = new(ArtifactContent, text=line.code)
             return new(
                 PhysicalLocation,
-                artifact_location=self._uri(line.file).artifact(),
+                artifact_location=self._artifact(line.file),
                 region=new(Region, **region),
             )
         if finding.file is None:
             return None
-        artifact = self._uri(finding.file).artifact()
-        # Code scanning wants a line even for a binary .pte: its first.
-        start_line, start_column = 1, 1
-        if finding.file.endswith(".py"):
-            start_line, start_column = self._binding(finding.file, _entry_attr(finding.input) or "program")
-        return new(PhysicalLocation, artifact_location=artifact,
-                   region=new(Region, start_line=start_line, start_column=start_column))
+        key = (finding.file, finding.input)
+        found = self._inputs.get(key)
+        if found is None:
+            # Code scanning wants a line even for a binary .pte: its first.
+            start_line, start_column = 1, 1
+            if finding.file.endswith(".py"):
+                start_line, start_column = self._binding(finding.file, _entry_attr(finding.input) or "program")
+            found = self._inputs[key] = new(PhysicalLocation, artifact_location=self._artifact(finding.file),
+                                            region=new(Region, start_line=start_line, start_column=start_column))
+        return found
 
     def location(self, line: Optional[SourceLine], finding: Finding, node: str, message: Optional[str] = None,
                  id: Optional[int] = None) -> Location:
