@@ -8,7 +8,7 @@ import json
 import pytest
 from sarif_om import Message, ReportingConfiguration, Result, Run, SarifLog, Tool, ToolComponent
 
-from xferlint.reporters.sarif_serialize import dumps, new, to_dict
+from xferlint.reporters.sarif_serialize import dumps, new, shared, to_dict
 
 
 def test_explicit_defaults_survive():
@@ -89,3 +89,17 @@ def test_long_lists_are_written_as_json_writes_them():
     data = to_dict(log)
     ordered = {"$schema": data.pop("$schema"), "version": data.pop("version"), **data}
     assert dumps(log) == json.dumps(ordered, indent=2, ensure_ascii=False) + "\n"
+
+
+def test_an_object_named_in_many_places_is_written_the_same_in_each():
+    """A `shared` object (a node's logical location) is written once per indentation and
+    reused: the text is json.dumps' own wherever it stands, at any depth."""
+    message = shared(new(Message, text="shared \u2028 text", arguments=["x"]))
+    results = [new(Result, message=message, properties={"again": [message], "deeper": {"m": [[message]]}})
+               for _ in range(3)]
+    log = new(SarifLog, version="2.1.0", runs=[new(Run, tool=new(Tool, driver=new(ToolComponent, name="t")),
+                                                   results=results)])
+    data = to_dict(log)
+    ordered = {"version": data.pop("version"), **data}
+    assert dumps(log) == json.dumps(ordered, indent=2, ensure_ascii=False) + "\n"
+    assert dumps(log) == dumps(log)  # the memo of one call is not read by the next

@@ -68,7 +68,7 @@ from xferlint.findings import Location as SourceLine
 from xferlint.fingerprint import SCHEME, finding_key, fingerprints
 from xferlint import fsutil
 from xferlint.records import dataclass
-from xferlint.reporters.sarif_serialize import dumps, new
+from xferlint.reporters.sarif_serialize import dumps, new, shared
 from xferlint.serialize import to_jsonable
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -236,8 +236,8 @@ class _Logical:
             method = self._add(method_fqn, finding.method, "function", program)
             fqn = f"{method_fqn}/{node}"
             index = self._add(fqn, node, "variable", method)
-            found = self._refs[key] = new(LogicalLocation, name=node, fully_qualified_name=fqn, kind="variable",
-                                          index=index)
+            found = self._refs[key] = shared(new(LogicalLocation, name=node, fully_qualified_name=fqn,
+                                                 kind="variable", index=index))
         return found
 
 
@@ -279,7 +279,7 @@ class _Locator:
     def _artifact(self, path: str) -> ArtifactLocation:
         found = self._artifacts.get(path)
         if found is None:
-            found = self._artifacts[path] = _file_uri(path, self.root).artifact()
+            found = self._artifacts[path] = shared(_file_uri(path, self.root).artifact())
         return found
 
     def _binding(self, path: str, attr: str) -> tuple[int, int]:
@@ -309,8 +309,8 @@ class _Locator:
             start_line, start_column = 1, 1
             if finding.file.endswith(".py"):
                 start_line, start_column = self._binding(finding.file, _entry_attr(finding.input) or "program")
-            found = self._inputs[key] = new(PhysicalLocation, artifact_location=self._artifact(finding.file),
-                                            region=new(Region, start_line=start_line, start_column=start_column))
+            found = self._inputs[key] = shared(new(PhysicalLocation, artifact_location=self._artifact(finding.file),
+                                                   region=new(Region, start_line=start_line, start_column=start_column)))
         return found
 
     def location(self, line: Optional[SourceLine], finding: Finding, node: str, message: Optional[str] = None,

@@ -37,6 +37,18 @@ def new(cls: type[T], **fields: Any) -> T:
     return obj
 
 
+_SHARED = "_xferlint_shared"
+_MEMO: dict[tuple[int, str], str] = {}  # (id of a shared object, indentation) -> its text, during one `dumps`
+
+
+def shared(obj: T) -> T:
+    """Mark an object that the log names in many places (a node's logical location, a
+    file's artifact): `dumps` writes its text once per indentation and reuses it. The log
+    must not change while it is written (its objects are kept alive by it)."""
+    object.__setattr__(obj, _SHARED, True)
+    return obj
+
+
 _FIELDS: dict[type, Optional[tuple[tuple[str, str], ...]]] = {}  # class -> (field, property) pairs; None: no attrs class
 _UNSEEN = object()  # a class `_FIELDS` has no answer for yet
 _LONG = 64  # a list this long has each item's text joined on its own (`_write`)
@@ -80,7 +92,10 @@ def dumps(log: Any) -> str:
         raise TypeError(f"cannot serialize a {type(log).__name__} into SARIF")
     first = [item for key in ("$schema", "version") for item in items if item[0] == key]
     out: list[str] = []
-    _write_items(first + [item for item in items if item[0] not in ("$schema", "version")], "\n", out)
+    try:
+        _write_items(first + [item for item in items if item[0] not in ("$schema", "version")], "\n", out)
+    finally:  # keyed by id: forgotten before the objects can go
+        _MEMO.clear()
     out.append("\n")
     return "".join(out)
 
@@ -138,16 +153,17 @@ def _write(obj: Any, pad: str, out: list[str]) -> None:
     fields = _FIELDS.get(cls, _UNSEEN)
     if fields is _UNSEEN:
         fields = _fields(cls)
-    if fields is not None:  # a sarif-om object: `_write_items(_members(obj))`, inline
-        inner = pad + "  "
-        opening = "{" + inner
-        for name, key in _plan(cls, fields, getattr(obj, _SET, None)):
-            value = getattr(obj, name)
-            if value is not None:
-                out.append(opening + key)
-                _write(value, inner, out)
-                opening = "," + inner
-        out.append("{}" if opening[0] == "{" else pad + "}")
+    if fields is not None:  # a sarif-om object
+        if getattr(obj, _SHARED, False):
+            key = (id(obj), pad)
+            text = _MEMO.get(key)
+            if text is None:
+                parts: list[str] = []
+                _write_fields(obj, cls, fields, pad, parts)
+                text = _MEMO[key] = "".join(parts)
+            out.append(text)
+        else:
+            _write_fields(obj, cls, fields, pad, out)
         return
     members = _members(obj)
     if members is not None:
@@ -172,6 +188,19 @@ def _write(obj: Any, pad: str, out: list[str]) -> None:
         out.append(pad + "]")
     else:
         out.append(_scalar(obj))
+
+
+def _write_fields(obj: Any, cls: type, fields: tuple[tuple[str, str], ...], pad: str, out: list[str]) -> None:
+    """A sarif-om object's members (`_write_items(_members(obj))`, inline)."""
+    inner = pad + "  "
+    opening = "{" + inner
+    for name, key in _plan(cls, fields, getattr(obj, _SET, None)):
+        value = getattr(obj, name)
+        if value is not None:
+            out.append(opening + key)
+            _write(value, inner, out)
+            opening = "," + inner
+    out.append("{}" if opening[0] == "{" else pad + "}")
 
 
 def _scalar(obj: Any) -> str:
