@@ -73,6 +73,24 @@ def test_lanes_per_device_and_copies_with_bytes(reports):
     assert len(copies) == sum(p["copies"] for p in data["summary"]["transfers"]["pairs"])
 
 
+def test_each_rules_help_is_on_the_page_once_and_each_finding_opens_it(reports):
+    """A finding's help names its rule and leads to the rule's sections, which the page holds
+    once per rule (thousands of findings of one rule once carried thousands of copies)."""
+    data, text, _ = reports
+    page = Page()
+    page.feed(text)
+    ids = page.by_id()
+    codes = {f["code"] for f in data["findings"]}
+    helps = [a for t, a in page.elements if t == "details" and a.get("class") == "help"]
+    assert [h["data-rule"] for h in helps] == [f["code"] for f in data["findings"]]
+    links = {a["href"] for t, a in page.elements if t == "a" and a.get("href", "").startswith("#rule-")}
+    assert links == {f"#rule-{code}" for code in codes}
+    for code in codes:
+        assert f"rule-{code}" in ids
+        assert text.count(f'id="rule-{code}"') == 1
+        assert text.count("<h4>What it does</h4>") == len(codes)  # the sections once per rule
+
+
 def test_no_external_url_and_deterministic(reports, tmp_path):
     _, text, _ = reports
     assert not re.search(r"[a-z]+://", text, re.I)
@@ -91,6 +109,23 @@ def test_renders_in_headless_chromium_without_console_messages(reports, tmp_path
     assert console == []
     assert 'data-ready="1"' in done.stdout
     assert done.stdout.count('class="finding ') == len(reports[0]["findings"])
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="chromium is not installed (.ci/run installs it)")
+def test_opening_a_findings_help_in_chromium_shows_the_rules_sections(reports, tmp_path):
+    """The page's script copies a rule's sections into a finding's help when it is opened."""
+    _, text, _ = reports
+    probe = ("<script>setTimeout(function(){var d=document.querySelector('details.help');d.open=true;"
+             "setTimeout(function(){document.body.setAttribute('data-probe',d.getAttribute('data-rule')+':'+"
+             "d.querySelectorAll('h4').length);},200);},100);</script></body>")
+    page = tmp_path / "probe.html"
+    page.write_text(text.replace("</body>", probe))
+    cmd = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=3000",
+           f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", page.as_uri()]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    code, shown = re.search(r'data-probe="([A-Z0-9]+):(\d+)"', done.stdout).groups()
+    assert code == reports[0]["findings"][0]["code"] and int(shown) >= 3  # What it does, Why..., Use instead
 
 
 def test_a_thousand_node_program_collapses_to_a_few_columns():
