@@ -103,16 +103,12 @@ def dumps(log: Any) -> str:
 def _members(obj: Any) -> Optional[list[tuple[str, Any]]]:
     """(property, value) of what `to_dict` writes of a sarif-om object or a dict; None for
     any other value (its class's fields looked up once, not once to ask and again to read)."""
-    fields = _fields(type(obj))
+    cls = type(obj)
+    fields = _fields(cls)
     if fields is None:
         return [(str(key), value) for key, value in obj.items()] if isinstance(obj, dict) else None
-    chosen = getattr(obj, _SET, None)
-    items = []
-    for name, prop in fields:
-        value = getattr(obj, name)
-        if value is not None and (chosen is None or name in chosen):
-            items.append((prop, value))
-    return items
+    return [(prop, value) for name, prop, _ in _plan(cls, fields, getattr(obj, _SET, None))
+            if (value := getattr(obj, name)) is not None]
 
 
 def _write_items(items: list[tuple[str, Any]], pad: str, out: list[str]) -> None:
@@ -129,17 +125,19 @@ def _write_items(items: list[tuple[str, Any]], pad: str, out: list[str]) -> None
     out.append(pad + "}")
 
 
-_PLANS: dict[tuple, tuple[tuple[str, str], ...]] = {}  # (class, set fields) -> `_plan`
+_PLANS: dict[tuple, tuple[tuple[str, str, str], ...]] = {}  # (class, set fields) -> `_plan`
 
 
-def _plan(cls: type, fields: tuple[tuple[str, str], ...], chosen: Optional[frozenset]) -> tuple[tuple[str, str], ...]:
-    """(attribute, its JSON key and `: `) of each field an object of attrs class `cls` whose
-    set fields are `chosen` may write (`_members`' choice, the keys encoded once per class
-    and choice rather than once per object: a log of 20,000 results has a million members)."""
+def _plan(cls: type, fields: tuple[tuple[str, str], ...],
+          chosen: Optional[frozenset]) -> tuple[tuple[str, str, str], ...]:
+    """(attribute, SARIF property, its JSON key and `: `) of each field an object of attrs
+    class `cls` whose set fields are `chosen` writes when its value is not None: the one
+    choice `_members` and `_write_fields` make, with the keys encoded once per class and
+    choice rather than once per object (a log of 20,000 results has a million members)."""
     key = (cls, chosen)
     plan = _PLANS.get(key)
     if plan is None:
-        plan = _PLANS[key] = tuple((name, encode_string(prop) + ": ") for name, prop in fields
+        plan = _PLANS[key] = tuple((name, prop, encode_string(prop) + ": ") for name, prop in fields
                                    if chosen is None or name in chosen)
     return plan
 
@@ -194,7 +192,7 @@ def _write_fields(obj: Any, cls: type, fields: tuple[tuple[str, str], ...], pad:
     """A sarif-om object's members (`_write_items(_members(obj))`, inline)."""
     inner = pad + "  "
     opening = "{" + inner
-    for name, key in _plan(cls, fields, getattr(obj, _SET, None)):
+    for name, _, key in _plan(cls, fields, getattr(obj, _SET, None)):
         value = getattr(obj, name)
         if value is not None:
             out.append(opening + key)
