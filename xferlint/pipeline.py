@@ -20,7 +20,7 @@ from xferlint.collector import collector_paused
 from xferlint.errors import InputError, UnmodelledOpError, XferlintError
 from xferlint.findings import Finding, InputErrorEntry
 from xferlint.frontends import LoadedProgram
-from xferlint.frontends.bounded import MAX_MESSAGE, safe_text
+from xferlint.frontends.bounded import message_line
 from xferlint.frontends.discovery import Discovery
 from xferlint.frontends.entrypoints import EntryPoint, ProgramObject, expand, first_of_each, load_entry_point
 from xferlint.records import dataclass
@@ -239,7 +239,7 @@ def error_entry(label: str, exc: BaseException) -> InputErrorEntry:
     if isinstance(exc, XferlintError):
         text = str(exc)
         return InputErrorEntry(input=label, message=text if text.startswith(shown) else f"{shown}: {text}", kind="input")
-    first = safe_text((str(exc).strip().splitlines() or [""])[0], MAX_MESSAGE)
+    first = message_line(str(exc))
     return InputErrorEntry(
         input=label,
         message=f"{shown}: internal error while analysing ({type(exc).__name__}: {first}); please report it",

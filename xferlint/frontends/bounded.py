@@ -43,6 +43,13 @@ def open_size(handle: Any, label: str) -> int:
     return size
 
 
+def message_line(text: str) -> str:
+    """The first line of a message xferlint did not write (an exception's), as an error line
+    shows it: cut at MAX_MESSAGE characters, control characters escaped ('' when blank)."""
+    lines = text.strip().splitlines()
+    return safe_text(lines[0], MAX_MESSAGE) if lines else ""
+
+
 def safe_text(raw: Any, limit: int = MAX_TEXT) -> str:
     """Untrusted text as a message may show it: at most `limit` characters, control
     characters escaped."""

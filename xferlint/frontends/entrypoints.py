@@ -19,7 +19,7 @@ from typing import Any, Iterable, Iterator, Optional
 
 from xferlint.errors import InputError, InterruptedInput
 from xferlint.frontends import is_program_object
-from xferlint.frontends.bounded import MAX_MESSAGE, safe_text
+from xferlint.frontends.bounded import message_line
 from xferlint.frontends.files import missing
 from xferlint.frontends.discovery import Discovery, walk
 from xferlint.records import dataclass
@@ -270,10 +270,8 @@ def _describe(exc: BaseException) -> str:
     message = message_of(exc)
     if message is None:
         return f"{type(exc).__name__} (whose message could not be read: its __str__ raised)"
-    text = message.strip().splitlines()
-    # the user's own text: its first line, cut and with control characters escaped, so that
-    # the error stays one readable line (a message may be megabytes, or move the cursor)
-    first = safe_text(text[0], MAX_MESSAGE) if text else ""
+    # the user's own text: a message may be megabytes, or move the cursor
+    first = message_line(message)
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
