@@ -83,13 +83,18 @@ def _inline(text: str) -> str:
     return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(pieces))
 
 
+def _rule(code: str):
+    """The rule with this code, None for a code no rule has."""
+    return next((r for r in all_rules() if r.code == code), None)
+
+
 def _help_html(code: str, cache: dict) -> str:
     """A finding's rule help: its summary, opening onto the rule's sections. The sections are
     on the page once, under Rules (`_rules_section`), and the page's script copies them in
     when a finding's help is first opened: 20,000 findings of one rule had 20,000 copies of
     its help (two thirds of a 92 MB page). Without the script, a link leads to them."""
     if code not in cache:
-        rule = next((r for r in all_rules() if r.code == code), None)
+        rule = _rule(code)
         if rule is None:
             cache[code] = ""
         else:
@@ -103,7 +108,7 @@ def _rules_section(codes) -> str:
     """Each rule the findings name, its help sections once (what a finding's help shows)."""
     items = []
     for code in sorted(set(codes)):
-        rule = next((r for r in all_rules() if r.code == code), None)
+        rule = _rule(code)
         if rule is None:
             continue
         sections = rule.sections()
