@@ -487,3 +487,29 @@ def test_progress_fits_wide_names_to_the_terminals_columns():
             assert columns(cut) <= width, (text, width, cut)
             assert cut == text or (cut.endswith("...") and text.startswith(cut[:-3]))
     assert fit("模" * 5, 10) == "模" * 5 and fit("short", 79) == "short"
+
+
+def test_progress_cuts_a_long_name_and_keeps_the_counts_and_the_elapsed_time():
+    """The name being lowered gives way first: cut at its start (the file and attribute are
+    at its end), the counts, the other inputs in hand and the elapsed time stay on screen."""
+    import unicodedata
+
+    from xferlint.progress import Progress, fit_start
+
+    progress = Progress(70, enabled=True)
+    name = "/home/me/projects/models/cpu_delegate_splits_partition.py:program"
+    line = progress.line(60, [name, "other.py:program"], 13.2, width=79)
+    assert len(line) == 79
+    assert line.startswith("xferlint: 60/70 inputs, lowering ...") and line.endswith(" (+1 more), 13 s")
+    assert name.endswith(line.split("...", 1)[1].split(" (+")[0])
+    assert progress.line(60, ["a.py:program"], 13.2, width=79) == "xferlint: 60/70 inputs, lowering a.py:program, 13 s"
+    assert len(progress.line(60, ["x" * 200], 13.2, width=30)) <= 30  # no room for a name: the line is cut
+
+    def columns(text):
+        return sum(2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1 for ch in text)
+
+    for text in ("模型" * 20, "x" * 100, "ü" * 50):
+        for width in (12, 40):
+            cut = fit_start(text, width)
+            assert columns(cut) <= width and cut.startswith("...") and text.endswith(cut[3:])
+    assert fit_start("模" * 5, 10) == "模" * 5

@@ -63,18 +63,29 @@ class Progress:
             if (state == self._last and since < 1.0) or (self.shown and since < _REDRAW):
                 return
             self._last, self._drawn_at = state, now
-            self.stream.write(_ERASE + self._fit(self.line(done, running, elapsed, action)))
+            self.stream.write(_ERASE + self.line(done, running, elapsed, action, terminal_columns() - 1))
             self.stream.flush()
             self.shown = True
 
-    def line(self, done: int, running: Sequence[str], elapsed: float, action: str = "lowering") -> str:
-        text = f"xferlint: {done}/{self.total} inputs"
-        if running:
-            text += f", {action} {one_line(running[0])}" + (f" (+{len(running) - 1} more)" if len(running) > 1 else "")
-        return f"{text}, {elapsed:.0f} s"
-
-    def _fit(self, text: str) -> str:
-        return fit(text, terminal_columns() - 1)
+    def line(self, done: int, running: Sequence[str], elapsed: float, action: str = "lowering",
+             width: Optional[int] = None) -> str:
+        """The progress line, at most `width` columns. A name too long for them is cut at
+        its start (`...ls/kv_cache.py:program`: the file and attribute are at the end), so
+        that the counts and the elapsed time stay on screen."""
+        head = f"xferlint: {done}/{self.total} inputs"
+        tail = f", {elapsed:.0f} s"
+        if not running:
+            return fit(head + tail, width) if width is not None else head + tail
+        head += f", {action} "
+        name = one_line(running[0])
+        more = f" (+{len(running) - 1} more)" if len(running) > 1 else ""
+        text = head + name + more + tail
+        if width is None:
+            return text
+        room = width - len(head) - len(more) - len(tail)
+        if room < _SHORTEST_NAME:
+            return fit(text, width)
+        return head + fit_start(name, room) + more + tail
 
     def clear(self) -> None:
         """Erase the line (before other output goes to the same terminal)."""
@@ -124,6 +135,9 @@ class Progress:
         self.close()
 
 
+_SHORTEST_NAME = 12  # columns: a name cut shorter says nothing; the whole line is cut instead
+
+
 def fit(text: str, width: int) -> str:
     """`text` cut to `width` terminal columns, `...` marking the cut. A wide character (CJK,
     fullwidth forms) takes two columns: counted as one, a name of them would wrap the line,
@@ -141,3 +155,23 @@ def fit(text: str, width: int) -> str:
         if used > width:
             return text[:cut] + "..."
     return text
+
+
+def fit_start(text: str, width: int) -> str:
+    """`text` cut at its start to `width` terminal columns (`width` > 3), `...` marking the
+    cut; wide characters count two columns, as in `fit`."""
+    if len(text) * 2 <= width or (text.isascii() and len(text) <= width):
+        return text
+    room = width - 3
+    if text.isascii():
+        return "..." + text[len(text) - room:]
+    import unicodedata
+
+    columns = [2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1 for ch in text]
+    if sum(columns) <= width:
+        return text
+    used, k = 0, len(text)
+    while used + columns[k - 1] <= room:
+        k -= 1
+        used += columns[k]
+    return "..." + text[k:]
