@@ -50,7 +50,11 @@ benchmarks/out/large/):
   op, back to a second delegate (one XF005 with that many D2Hs);
 - alias-chain: one H2D, then 1k / 10k / 100k views of views on cuda:0, then one D2H;
 - returned-copies: a delegate's result copied to host 1k / 10k / 100k times, every copy
-  returned (an XF004 for each after the first, its fix unsafe).
+  returned (an XF004 for each after the first, its fix unsafe);
+- chain-to-devices: a method input through 1k / 10k / 100k host ops, the result copied to
+  each of 127 devices (cuda:0 .. cuda:126, as many as a `.pte` tensor can name), each of
+  which splits a partition through a host op of its own (an XF005 each): XF005 walked the
+  chain back once per device until 2026-12-07.
 
 Per size: wall and CPU medians of both tools (fresh processes, alternating, one warm-up
 each, as in bench_pte.py) and xferlint's CPU per unit; per shape, CPU per unit at the
@@ -118,6 +122,7 @@ def shapes() -> dict[str, tuple[str, list[int], Callable[[int], bytes]]]:
         "host-fan-in": ("result", [1_000, 10_000, 100_000], sp.host_fan_in),
         "alias-chain": ("view", [1_000, 10_000, 100_000], sp.device_alias_chain),
         "returned-copies": ("returned copy", [1_000, 10_000, 100_000], lambda n: sp.returned_copies(n)),
+        "chain-to-devices": ("host op", [1_000, 10_000, 100_000], lambda n: sp.host_chain_to_devices(n)),
     }
 
 

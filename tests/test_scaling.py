@@ -47,6 +47,9 @@ def test_synthetic_programs_are_valid_pte_files():
     assert len(program.execution_plan[0].chains[0].instructions) == 3 * 10
     _, findings = _lint(sp.ladder(3))
     assert _counts(findings) == {"XF001": 4, "XF004": 1, "XF005": 3}
+    _, findings = _lint(sp.host_chain_to_devices(10, 3))  # one split per device; the chain splits none
+    assert [f.message for f in findings] == [
+        f"host op aten.cos splits a cuda:{k} partition: 128 B per call" for k in range(3)]
 
 
 @pytest.mark.parametrize("build, small, large", [
@@ -67,9 +70,12 @@ def test_synthetic_programs_are_valid_pte_files():
     (sp.host_fan_in, 500, 5_000),  # one host op joining thousands of D2Hs (one XF005 naming them)
     (sp.device_alias_chain, 500, 5_000),  # views of views: each value's origin through the chain
     (sp.traced_split_loops, 200, 2_000),  # a jump, a located XF005 and its host segment per loop
+    # a host chain copied to one device more per 20 ops: XF005 walked it back once per device
+    (lambda n: sp.host_chain_to_devices(n, n // 20), 200, 2_000),
 ], ids=["in-place", "wide-delegate", "fan-out", "loops", "nested-loops", "jumps-to-one-head", "constant-chain",
         "delegate-per-call", "wide-inputs", "short-loops", "planned-ladder", "traced-loops", "traced-short-loops",
-        "round-trip-chain", "host-fan-in", "alias-chain", "traced-split-loops"])
+        "round-trip-chain", "host-fan-in", "alias-chain", "traced-split-loops",
+        "host-chain-to-devices"])
 def test_work_per_unit_stays_flat(build, small, large):
     per_small = _calls(build(small)) / small
     per_large = _calls(build(large)) / large

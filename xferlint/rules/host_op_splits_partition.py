@@ -182,8 +182,11 @@ def _segments_for(facts: DeviceFacts, device: Device, host: set[int], d2hs: list
     exits_of = {h.index: host_writers(h) for h in h2ds}
     distinct_exits = {id(found): found for found in exits_of.values()}.values()
     forward = _reach([r for found in entries_of.values() for r in found], host_readers)
-    backward = _reach([w for found in distinct_exits for w in found], lambda i: [w for w in sources(i) if w in host])
-    split = forward & backward
+    # Back from the H2Ds, within what the D2Hs reach: every host op after one of those is
+    # reached too, so the walk finds all of the split and goes nowhere else (a long host
+    # chain that only feeds the device, from the method's inputs, is not walked per device).
+    split = _reach([w for found in distinct_exits for w in found if w in forward],
+                   lambda i: [w for w in sources(i) if w in forward])
     if not split:
         return []
 

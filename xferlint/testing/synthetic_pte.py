@@ -35,7 +35,9 @@ The shapes (each a function of a size, returning the file's bytes):
 - `constant_chain(ops)`: a parameter through `ops` host ops, then copied to cuda:0 (XF006
   with `ops` host-op steps);
 - `jumps_to_one_head(count)`: one loop head that `count` backward jumps return to, a round
-  trip through a host op between each: one join of `count` back edges.
+  trip through a host op between each: one join of `count` back edges;
+- `host_chain_to_devices(ops, devices)`: a host chain of `ops` ops copied to each of
+  `devices` devices, where each splits a partition through a host op of its own.
 """
 
 from __future__ import annotations
@@ -67,20 +69,22 @@ class PlanBuilder:
         self.operators: list[s.Operator] = []
         self._ops: dict[tuple[str, str], int] = {}
         self.delegates: list[s.BackendDelegate] = []
+        self._delegate_of: dict[int, int] = {}  # device index -> its BackendDelegate
 
     # values -------------------------------------------------------------------------
     def _add(self, val) -> int:
         self.values.append(s.EValue(val=val))
         return len(self.values) - 1
 
-    def tensor(self, device: bool = False) -> int:
-        """A planned float32 [4, 4] tensor: host buffer 1, or cuda:0 buffer 2."""
-        extra = s.ExtraTensorInfo(device_type=DEVICE, device_index=0) if device else None
+    def tensor(self, device: bool = False, index: int = 0) -> int:
+        """A float32 [4, 4] tensor: planned in host buffer 1, or in cuda:0's buffer 2; on
+        cuda:`index` (index > 0) allocated at run time (the plan has no buffer there)."""
+        extra = s.ExtraTensorInfo(device_type=DEVICE, device_index=index) if device else None
+        planned = s.AllocationDetails(memory_id=2 if device else 1, memory_offset_low=0, memory_offset_high=0)
         return self._add(s.Tensor(
             scalar_type=ScalarType.FLOAT, storage_offset=0, sizes=list(_SIZES), dim_order=[0, 1],
             requires_grad=False, layout=0, data_buffer_idx=0,
-            allocation_info=s.AllocationDetails(memory_id=2 if device else 1, memory_offset_low=0,
-                                                memory_offset_high=0),
+            allocation_info=planned if not device or index == 0 else None,
             shape_dynamism=s.TensorShapeDynamism.STATIC, extra_tensor_info=extra,
         ))
 
@@ -114,8 +118,8 @@ class PlanBuilder:
     def kernel(self, name: str, overload: str, args: list[int]) -> None:
         self.instructions.append(s.Instruction(instr_args=s.KernelCall(op_index=self._op(name, overload), args=args)))
 
-    def h2d(self, src: int) -> int:
-        out = self.tensor(device=True)
+    def h2d(self, src: int, index: int = 0) -> int:
+        out = self.tensor(device=True, index=index)
         self.kernel("et_copy::_h2d_copy", "out", [src, out, out])
         return out
 
@@ -129,17 +133,20 @@ class PlanBuilder:
         self.kernel(name, "out", [src, out, out])
         return out
 
-    def delegate(self, args: list[int], outputs: int = 1) -> list[int]:
-        if not self.delegates or self.own_delegates:
+    def delegate(self, args: list[int], outputs: int = 1, index: int = 0) -> list[int]:
+        """A call of a delegate whose `target_device` is cuda:`index` (one BackendDelegate
+        per device, or per call with `own_delegates`)."""
+        delegate = self._delegate_of.get(index)
+        if delegate is None or self.own_delegates:
+            delegate = self._delegate_of[index] = len(self.delegates)
             self.delegates.append(s.BackendDelegate(
                 id="BackendWithCompilerDemo",
                 processed=s.BackendDelegateDataReference(location=s.DataLocation.INLINE,
                                                          index=len(self.delegates)),
-                compile_specs=[s.CompileSpec(key="target_device", value=b"cuda:0")],
+                compile_specs=[s.CompileSpec(key="target_device", value=b"cuda:%d" % index)],
             ))
-        outs = [self.tensor(device=True) for _ in range(outputs)]
-        index = len(self.delegates) - 1
-        self.instructions.append(s.Instruction(instr_args=s.DelegateCall(delegate_index=index, args=list(args) + outs)))
+        outs = [self.tensor(device=True, index=index) for _ in range(outputs)]
+        self.instructions.append(s.Instruction(instr_args=s.DelegateCall(delegate_index=delegate, args=list(args) + outs)))
         return outs
 
     def jump_false(self, cond: int, destination: int) -> None:
@@ -600,6 +607,23 @@ def constant_chain(ops: int) -> bytes:
     (y,) = b.delegate([b.h2d(x)])
     b.outputs.append(b.d2h(y))
     return serialize([b.plan()], constant=True)
+
+
+@lru_cache(maxsize=16)
+def host_chain_to_devices(ops: int, devices: int = 127) -> bytes:
+    """A method input through `ops` host ops, the result copied to each of cuda:0 ..
+    cuda:`devices - 1` (127: the last index a `.pte` tensor can name); on each device a
+    delegate, a D2H, a host op and an H2D back into a second delegate (an XF005 per
+    device). The chain feeds every device and comes from none: no device's split."""
+    b = PlanBuilder()
+    x = b.input()
+    for _ in range(ops):
+        x = b.host(x)
+    for k in range(devices):
+        (y,) = b.delegate([b.h2d(x, k)], index=k)
+        (z,) = b.delegate([b.h2d(b.host(b.d2h(y)), k)], index=k)
+        b.outputs.append(b.d2h(z))
+    return serialize([b.plan()])
 
 
 @lru_cache(maxsize=16)
