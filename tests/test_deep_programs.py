@@ -25,7 +25,10 @@ def test_a_parameter_through_thousands_of_host_ops_is_one_constant_transfer():
     findings = analyze(view, select_rules(select=["XF006"]), transfers=[])
     assert [f.code for f in findings] == ["XF006"]
     roles = [s.role for s in findings[0].steps]
-    assert roles.count("constant") == 1 and roles.count("host-op") == DEEP
+    # the whole chain is followed; the path lists the host ops nearest the copy
+    assert roles == ["constant"] + ["host-op"] * 16 + ["h2d", "consumer"]
+    assert findings[0].steps[-3].node == f"instr {DEEP - 1} (aten::cos.out)"
+    assert f"the last 16 of its {DEEP:,} host ops" in findings[0].detail
     assert findings[0].bytes == 64
 
 

@@ -72,10 +72,12 @@ def test_synthetic_programs_are_valid_pte_files():
     (sp.traced_split_loops, 200, 2_000),  # a jump, a located XF005 and its host segment per loop
     # a host chain copied to one device more per 20 ops: XF005 walked it back once per device
     (lambda n: sp.host_chain_to_devices(n, n // 20), 200, 2_000),
+    # a parameter through a chain, copied once per 10 ops: XF006 flattened and listed the chain per copy
+    (lambda n: sp.copied_constant_chain(n, n // 10), 300, 3_000),
 ], ids=["in-place", "wide-delegate", "fan-out", "loops", "nested-loops", "jumps-to-one-head", "constant-chain",
         "delegate-per-call", "wide-inputs", "short-loops", "planned-ladder", "traced-loops", "traced-short-loops",
         "round-trip-chain", "host-fan-in", "alias-chain", "traced-split-loops",
-        "host-chain-to-devices"])
+        "host-chain-to-devices", "copied-constant-chain"])
 def test_work_per_unit_stays_flat(build, small, large):
     per_small = _calls(build(small)) / small
     per_large = _calls(build(large)) / large

@@ -130,6 +130,14 @@ def _cone(facts: DeviceFacts, reader: Node, vid: str, memo: dict):
     # a writer of another kind (a method input, most often) settles it before any look-up
     if not writers or not all(w.kind in _CONSTANT_WRITERS for w in writers):
         return None
+    # The answer depends on the writes the read sees, not on the reader: readers that see
+    # the same writers share one cone, so that it is flattened once, not once per copy of
+    # a value copied many times.
+    seen = (vid, *[w.index for w in writers])
+    shared = memo.get(seen)
+    if shared is not None:
+        memo[key] = shared
+        return shared
     if facts.in_place_reader(vid, unmodelled=False) is not None:  # cached per value
         return None
     cone = _Cone()
@@ -149,7 +157,7 @@ def _cone(facts: DeviceFacts, reader: Node, vid: str, memo: dict):
             cone.parts.append(part)
         if writer.kind in (OpKind.COMPUTE, OpKind.ALIAS):
             cone.computed[writer.index] = writer
-    memo[key] = cone
+    memo[key] = memo[seen] = cone
     return cone
 
 
@@ -192,6 +200,11 @@ class ConstantTransfer(Rule):
     Flags an `_h2d_copy` whose source is the same on every call: a parameter, a buffer the
     program never writes, a lifted constant, or a host result computed only from those
     (or from a factory such as `torch.ones`). It reports the bytes and the constant's name.
+    Its path runs from the constants through the host ops to the copy; a value computed
+    from more than 16 constants or through more than 16 host ops lists the first 16
+    constants and the 16 host ops nearest the copy, and its detail says how many there are
+    (one value made from a long chain and copied many times would otherwise list the whole
+    chain in each of its findings).
 
     ## Why is this bad?
     The bytes never change, yet they cross the bus on every call and occupy a device
@@ -281,9 +294,24 @@ class ConstantTransfer(Rule):
                 f"delegate (`tag_constant_data`)."
             )
             anchor = last
-        path = [(c, "constant") for c in origin.constants] + [(n, "host-op") for n in origin.computed]
+        constants, computed = origin.constants[:_PATH_NODES], origin.computed[-_PATH_NODES:]
+        if len(constants) < len(origin.constants) or len(computed) < len(origin.computed):
+            detail += (f" The path lists {_count(constants, origin.constants, 'constant', 'first')} and "
+                       f"{_count(computed, origin.computed, 'host op', 'last')}.")
+        path = [(c, "constant") for c in constants] + [(n, "host-op") for n in computed]
         path += [(h2d, "h2d")] + [(c, "consumer") for c in consumers[:1]]
         return ctx.finding(self, message, path, anchor=anchor, copies=[h2d], detail=detail)
+
+
+_PATH_NODES = 16  # constants, and host ops, a finding's path lists at most
+
+
+def _count(shown: tuple, all_: tuple, noun: str, which: str) -> str:
+    """`its 3 constants` or `the last 16 of its 10,000 host ops`."""
+    plural = "" if len(all_) == 1 else "s"
+    if len(shown) == len(all_):
+        return f"its {len(all_):,} {noun}{plural}"
+    return f"the {which} {len(shown)} of its {len(all_):,} {noun}{plural}"
 
 
 def _constant_words(facts: DeviceFacts, node: Node) -> str:

@@ -36,6 +36,8 @@ The shapes (each a function of a size, returning the file's bytes):
   with `ops` host-op steps);
 - `jumps_to_one_head(count)`: one loop head that `count` backward jumps return to, a round
   trip through a host op between each: one join of `count` back edges;
+- `copied_constant_chain(ops, copies)`: a parameter through `ops` host ops, copied
+  `copies` times;
 - `host_chain_to_devices(ops, devices)`: a host chain of `ops` ops copied to each of
   `devices` devices, where each splits a partition through a host op of its own.
 """
@@ -606,6 +608,21 @@ def constant_chain(ops: int) -> bytes:
         x = b.host(x)
     (y,) = b.delegate([b.h2d(x)])
     b.outputs.append(b.d2h(y))
+    return serialize([b.plan()], constant=True)
+
+
+@lru_cache(maxsize=16)
+def copied_constant_chain(ops: int, copies: int) -> bytes:
+    """`constant_chain(ops)`, its result copied to cuda:0 `copies` times, each copy read by
+    a delegate of its own: an XF006 per copy (and an XF004 for each after the first), all
+    of them about the same chain."""
+    b = PlanBuilder()
+    x = b.constant()
+    for _ in range(ops):
+        x = b.host(x)
+    for _ in range(copies):
+        (y,) = b.delegate([b.h2d(x)])
+        b.outputs.append(b.d2h(y))
     return serialize([b.plan()], constant=True)
 
 
