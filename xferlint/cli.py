@@ -444,6 +444,12 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     run_caches.keep(run, report, text)  # freed with the run's programs, not as this returns
     _write(text, settings.output)
+    if settings.output_format == "model-explorer":
+        from xferlint.reporters.model_explorer import left_out
+
+        missing = left_out(options.timelines)
+        if missing:
+            note(missing)
     if report.errors:
         return EXIT_ERROR
     if report.findings and not settings.exit_zero:
