@@ -36,6 +36,10 @@ def test_every_format_carries_the_json_findings(capsys, inputs):
     assert any(line.startswith("::error title=xferlint::missing.pte: no such file") for line in github)
 
     gitlab = json.loads(_run(capsys, inputs, "gitlab"))
+    (failed,) = [issue for issue in gitlab if issue["check_name"] == "xferlint input error"]
+    assert failed["description"].startswith("error: missing.pte: no such file") and failed["severity"] == "blocker"
+    assert failed["location"] == {"path": "missing.pte", "lines": {"begin": 1}}
+    gitlab.remove(failed)
     assert sorted(issue["check_name"].split()[0] for issue in gitlab) == codes
     for issue in gitlab:
         assert {"description", "check_name", "fingerprint", "severity", "location"} <= set(issue)

@@ -1,12 +1,16 @@
 """GitLab Code Quality report: a JSON array of issues (`description`, `check_name`,
 `fingerprint`, `severity`, `location.path`, `location.lines.begin`), as the
-`codequality` report artifact expects."""
+`codequality` report artifact expects. An input that could not be checked is an issue
+too (`blocker`, at line 1 of its file): the merge request shows why the job failed, as
+the other CI formats do."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 
-from xferlint.reporters import ReportOptions
+from xferlint.reporters import ReportOptions, display_path
 from xferlint.reporters.ci_common import finding_fingerprints, line_of, path_of, where_in_program
 
 _SEVERITY = {"error": "major", "warning": "minor", "info": "info"}
@@ -23,4 +27,21 @@ def emit(report, options: ReportOptions) -> str:
             "severity": _SEVERITY[f.severity.value],
             "location": {"path": path_of(f, options) or f.input, "lines": {"begin": line_of(f)}},
         })
+    for e in report.errors:
+        issues.append({
+            "description": f"error: {e.message}",
+            "check_name": f"xferlint {e.kind} error",
+            "fingerprint": hashlib.sha256(f"{e.kind}\0{e.input}\0{e.message}".encode("utf-8", "surrogatepass"))
+                                  .hexdigest()[:32],
+            "severity": "blocker",
+            "location": {"path": display_path(_input_file(e.input), options.project_root), "lines": {"begin": 1}},
+        })
     return json.dumps(issues, indent=2, ensure_ascii=False) + "\n"
+
+
+def _input_file(input: str) -> str:
+    """The file an input names: `model.py` of `model.py:program`, a program file itself."""
+    base, colon, attr = input.rpartition(":")
+    if colon and attr.isidentifier() and not os.path.exists(input):
+        return base
+    return input
