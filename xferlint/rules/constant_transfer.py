@@ -296,8 +296,10 @@ class ConstantTransfer(Rule):
             anchor = last
         constants, computed = origin.constants[:_PATH_NODES], origin.computed[-_PATH_NODES:]
         if len(constants) < len(origin.constants) or len(computed) < len(origin.computed):
-            detail += (f" The path lists {_count(constants, origin.constants, 'constant', 'first')} and "
-                       f"{_count(computed, origin.computed, 'host op', 'last')}.")
+            listed_ = [_count(shown, all_, noun, which) for shown, all_, noun, which in (
+                (constants, origin.constants, "constant", "first"), (computed, origin.computed, "host op", "last"))
+                if all_]
+            detail += f" The path lists {' and '.join(listed_)}."
         path = [(c, "constant") for c in constants] + [(n, "host-op") for n in computed]
         path += [(h2d, "h2d")] + [(c, "consumer") for c in consumers[:1]]
         return ctx.finding(self, message, path, anchor=anchor, copies=[h2d], detail=detail)
