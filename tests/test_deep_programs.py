@@ -65,3 +65,16 @@ def test_a_value_moved_thousands_of_times_is_named_by_its_input():
 def test_moves_that_feed_each_other_round_a_loop_still_get_a_name():
     method = _chain_of_moves(5, cycle=True)
     assert words.subject(_context(method), method.nodes[-1]) == "the move result"
+
+
+def test_a_value_of_many_constants_lists_the_first_16_and_counts_them():
+    b = sp.PlanBuilder()
+    constants = [b.constant() for _ in range(20)]
+    joined = b.tensor()
+    b.kernel("aten::cat", "out", constants + [joined, joined])
+    (y,) = b.delegate([b.h2d(joined)])
+    b.outputs.append(b.d2h(y))
+    view = load_pte_bytes(sp.serialize([b.plan()], constant=True), label="many.pte").view
+    (finding,) = analyze(view, select_rules(select=["XF006"]), transfers=[])
+    assert [s.role for s in finding.steps] == ["constant"] * 16 + ["host-op", "h2d", "consumer"]
+    assert finding.detail.endswith(" The path lists the first 16 of its 20 constants and its 1 host op.")
