@@ -32,8 +32,8 @@ The shapes (each a function of a size, returning the file's bytes):
   the method, quadratic dominance frontiers;
 - `in_place_duplicates(blocks)`: per block, a host buffer written in place, copied to
   cuda:0 twice (XF004) and the block's result returned (a method of thousands of outputs);
-- `constant_chain(ops)`: a parameter through `ops` host ops, then copied to cuda:0 (XF006
-  with `ops` host-op steps);
+- `constant_chain(ops)`: a parameter through `ops` host ops, then copied to cuda:0 (an
+  XF006 that follows all of them; its path lists the 16 nearest the copy);
 - `jumps_to_one_head(count)`: one loop head that `count` backward jumps return to, a round
   trip through a host op between each: one join of `count` back edges;
 - `copied_constant_chain(ops, copies)`: a parameter through `ops` host ops, copied
