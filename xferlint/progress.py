@@ -158,20 +158,6 @@ def fit(text: str, width: int) -> str:
 
 
 def fit_start(text: str, width: int) -> str:
-    """`text` cut at its start to `width` terminal columns (`width` > 3), `...` marking the
-    cut; wide characters count two columns, as in `fit`."""
-    if len(text) * 2 <= width or (text.isascii() and len(text) <= width):
-        return text
-    room = width - 3
-    if text.isascii():
-        return "..." + text[len(text) - room:]
-    import unicodedata
-
-    columns = [2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1 for ch in text]
-    if sum(columns) <= width:
-        return text
-    used, k = 0, len(text)
-    while used + columns[k - 1] <= room:
-        k -= 1
-        used += columns[k]
-    return "..." + text[k:]
+    """`text` cut at its start to `width` terminal columns, `...` marking the cut: `fit` of
+    the text read backwards, read forwards again (wide characters count two columns)."""
+    return fit(text[::-1], width)[::-1]
