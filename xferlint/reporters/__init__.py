@@ -4,6 +4,7 @@ never see graphs."""
 from __future__ import annotations
 
 import os
+import re
 from typing import Optional
 
 from xferlint.records import dataclass
@@ -40,6 +41,19 @@ class ReportOptions:
 
 
 TIMELINE_FORMATS = frozenset({"html", "model-explorer"})
+
+
+_ATTRIBUTE = re.compile(r"[A-Za-z_][\w.]*(\[.*\])?")  # `program`, `program[decode]`, `pkg.attr`
+
+
+def input_path(label: str) -> str:
+    """The file an input label names: `model.py` of `model.py:program` (or of
+    `model.py:program[decode]`, one program of several), else the label itself (a program
+    file's path, or a module's name). Every format that places an input at its file asks here."""
+    head, sep, tail = label.rpartition(":")
+    if sep and head and (tail.isidentifier() or _ATTRIBUTE.fullmatch(tail)) and not os.path.exists(label):
+        return head
+    return label
 
 
 def display_path(path: str, root: Optional[str] = None) -> str:

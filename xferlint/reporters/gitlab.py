@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 
-from xferlint.reporters import ReportOptions, display_path
+from xferlint.reporters import ReportOptions, display_path, input_path
 from xferlint.reporters.ci_common import finding_fingerprints, line_of, path_of, where_in_program
 
 _SEVERITY = {"error": "major", "warning": "minor", "info": "info"}
@@ -34,14 +33,7 @@ def emit(report, options: ReportOptions) -> str:
             "fingerprint": hashlib.sha256(f"{e.kind}\0{e.input}\0{e.message}".encode("utf-8", "surrogatepass"))
                                   .hexdigest()[:32],
             "severity": "blocker",
-            "location": {"path": display_path(_input_file(e.input), options.project_root), "lines": {"begin": 1}},
+            "location": {"path": display_path(input_path(e.input), options.project_root), "lines": {"begin": 1}},
         })
     return json.dumps(issues, indent=2, ensure_ascii=False) + "\n"
 
-
-def _input_file(input: str) -> str:
-    """The file an input names: `model.py` of `model.py:program`, a program file itself."""
-    base, colon, attr = input.rpartition(":")
-    if colon and attr.isidentifier() and not os.path.exists(input):
-        return base
-    return input

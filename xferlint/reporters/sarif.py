@@ -68,6 +68,7 @@ from xferlint.findings import Location as SourceLine
 from xferlint.fingerprint import SCHEME, finding_key, fingerprints
 from xferlint import fsutil
 from xferlint.records import dataclass
+from xferlint.reporters import input_path
 from xferlint.reporters.sarif_serialize import dumps, new, shared
 from xferlint.serialize import to_jsonable
 
@@ -466,10 +467,7 @@ def _notification(error, root: str) -> Notification:
         level="error",
         properties={"input": error.input, "kind": error.kind},
     )
-    path = error.input
-    head, sep, tail = path.rpartition(":")
-    if sep and head and tail.isidentifier():
-        path = head
+    path = input_path(error.input)
     if os.path.isfile(path):
         fields["locations"] = [new(Location, physical_location=new(
             PhysicalLocation, artifact_location=_file_uri(path, root).artifact()))]
@@ -513,8 +511,7 @@ def _absent(entry, root: str, rule_index: Optional[int]) -> Result:
 
 
 def _entry_file(label: str) -> Optional[str]:
-    head, sep, tail = label.rpartition(":")
-    path = head if sep and head and re.fullmatch(r"[A-Za-z_][\w.]*(\[.*\])?", tail) else label
+    path = input_path(label)
     return path if os.path.isfile(path) else None
 
 
