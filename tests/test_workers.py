@@ -307,6 +307,66 @@ def test_one_long_program_file_shows_progress_on_a_terminal(tmp_path):
     assert json.loads((tmp_path / "out.json").read_text())["findings"]
 
 
+_SLOW_BIG_FILE = r"""
+import sys, time
+import xferlint.workers.check as check
+real = check.check_entry
+def slow(part, slot, *args, **kwargs):  # the largest file holds the run, as a large program does
+    if slot.label.startswith("big"):
+        time.sleep(2.5)
+    return real(part, slot, *args, **kwargs)
+check.check_entry = slow
+from xferlint.cli import main
+sys.exit(main(["check", "--isolated", "-j", "2", "--format", "json", "-o", "out.json", *sys.argv[1:]]))
+"""
+
+
+def test_progress_names_the_file_a_worker_still_has_in_hand(tmp_path):
+    """Eight program files over two workers: one takes the large slow one, the other the
+    seven small ones and is done. The line counts seven done and names the file still being
+    checked, not the one taken last (it named small7.pte until the workers said which files
+    they start and finish)."""
+    from xferlint.testing import synthetic_pte as sp
+
+    (tmp_path / "big.pte").write_bytes(sp.ladder(40))  # the largest: taken first
+    names = [f"small{i}.pte" for i in range(1, 8)]
+    for name in names:
+        (tmp_path / name).write_bytes(sp.ladder(2))
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-c", _SLOW_BIG_FILE, "big.pte", *names],
+                            stdout=subprocess.DEVNULL, stderr=follower, cwd=tmp_path,
+                            env={**os.environ, "XFERLINT_NO_CACHE": "1"})
+    os.close(follower)
+    transcript = _read_terminal(leader)
+    assert proc.wait(timeout=120) == 1  # findings
+    shown = transcript.decode(errors="replace")
+    assert re.search(r"xferlint: 7/8 inputs, checking big\.pte, [12] s", shown)
+    assert "7/8 inputs, checking small" not in shown
+    assert _screen(shown).strip() == ""
+    assert len(json.loads((tmp_path / "out.json").read_text())["summary"]["by_code"]) > 0
+
+
+def test_tally_keeps_the_files_in_hand_in_the_order_they_started():
+    from xferlint.workers.files import Tally
+
+    tally = Tally()
+    try:
+        for k, finished in ((4, False), (0, False), (9, False), (0, True)):
+            tally.note(k, finished=finished)
+        tally.drain()
+        assert (list(tally.in_hand), tally.finished) == ([4, 9], 1)
+        tally.note(4, finished=True)
+        tally.note(2, finished=False)
+        tally.drain()
+        assert (list(tally.in_hand), tally.finished) == ([9, 2], 2)
+        for _ in range(100_000):  # nobody drains: a full pipe drops tokens, the writer never waits
+            tally.note(2, finished=True)
+        tally.drain()
+        assert 2 < tally.finished < 100_002 and list(tally.in_hand) == [9]
+    finally:
+        tally.close()
+
+
 def test_progress_off_when_quiet_or_not_a_terminal():
     for kwargs in ({"quiet": True, "enabled": True}, {}):
         clock, stream = _Clock(), io.StringIO()  # StringIO is not a terminal

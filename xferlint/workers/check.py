@@ -32,7 +32,7 @@ from xferlint.progress import Progress
 from xferlint.records import dataclass
 from xferlint.rules.base import Rule
 from xferlint.suppression_record import Record
-from xferlint.workers.files import Claims, SettleOptions, check_file, claim_task, warm_up, workers_for
+from xferlint.workers.files import Claims, SettleOptions, Tally, check_file, claim_task, warm_up, workers_for
 
 if TYPE_CHECKING:
     from xferlint.workers.cache import ResultCache
@@ -199,10 +199,17 @@ def _program_files_in_workers(here: list, count: int, parts: list, rules: Sequen
         claims = Claims(here)
     except OSError:  # no pipe to spare (EMFILE): the files are checked here, as with -j 1
         return list(here)
+    tally = _tally() if progress.enabled else None
 
     def on_change(finished: int, running: list[str]) -> None:
-        """The files done, at least (each worker holds one batch at most), and the one
-        taken last: what the children report comes back only when each ends."""
+        """The files done and the ones in hand, oldest first (the one holding the run), as
+        the children tell them (`tally`); without it, the files done at least (each worker
+        holds one batch at most) and the one taken last."""
+        if tally is not None:
+            tally.drain()
+            in_hand = [here[k][1].label for k in tally.in_hand] if finished < count else []
+            progress.update(before + min(tally.finished, len(here)), in_hand, action="checking")
+            return
         taken = claims.taken() if finished < count else len(here)
         if taken is None:  # the queue cannot say: whole workers, as they end
             progress.update(before + finished * len(here) // count, running[:1], action="checking")
@@ -211,13 +218,16 @@ def _program_files_in_workers(here: list, count: int, parts: list, rules: Sequen
         progress.update(before + max(0, taken - (count - finished) * claims.batch), newest, action="checking")
 
     try:
-        task = claim_task(here, claims, check, lambda: _part(timelines, template), rules, strict, settle, cache)
+        task = claim_task(here, claims, check, lambda: _part(timelines, template), rules, strict, settle, cache,
+                          tally)
         label = f"{len(here)} program files in {count} workers"
         # a worker the system refuses to start (EAGAIN, EMFILE) is a Failed outcome: its files stay here
         outcomes = run_tasks([Task(label, task) for _ in range(count)], count, None,
                              on_change=on_change if progress.enabled else None)
     finally:
         claims.close()
+        if tally is not None:
+            tally.close()
     reported = [False] * len(here)
     for outcome in outcomes:
         if not isinstance(outcome, Done):
@@ -227,6 +237,13 @@ def _program_files_in_workers(here: list, count: int, parts: list, rules: Sequen
             parts[i] = _merged_part(slot, outcome, timelines, template, got=got, settled=True)
             reported[k] = True
     return [item for item, done in zip(here, reported) if not done]
+
+
+def _tally() -> Optional[Tally]:
+    try:
+        return Tally()
+    except OSError:  # no pipe to spare (EMFILE): the line counts as the queue says
+        return None
 
 
 def _merged_part(entry: EntryPoint, outcome: Union[Done, Failed], timelines: bool, template: Record,

@@ -126,6 +126,58 @@ class Claims:
             self.fd = -1
 
 
+class Tally:
+    """Which files the children have in hand, for the progress line. `Claims` says how many
+    files were taken, not which of them are still being checked: the file taken last may be
+    done while a large one taken first holds the run. Each child writes a 4-byte token into
+    this pipe as it starts a file and as it finishes one (a write of at most PIPE_BUF bytes
+    is atomic), never waiting: a token that finds the pipe full is dropped, as the line is
+    only a display. The parent drains the pipe whenever it redraws."""
+
+    _TOKEN = struct.Struct("<I")
+
+    __slots__ = ("read_fd", "write_fd", "in_hand", "finished")
+
+    def __init__(self) -> None:
+        self.read_fd, self.write_fd = os.pipe()
+        os.set_blocking(self.read_fd, False)
+        os.set_blocking(self.write_fd, False)
+        self.in_hand: dict[int, None] = {}  # positions in `here`, in the order they were started
+        self.finished = 0
+
+    def note(self, k: int, finished: bool) -> None:
+        """In a child: file `k` (its position in `here`) started, or finished."""
+        try:
+            os.write(self.write_fd, self._TOKEN.pack(2 * k + finished))
+        except OSError:  # full (EAGAIN) or closed: the line misses one step
+            pass
+
+    def drain(self) -> None:
+        """In the parent: read what the children wrote since the last call."""
+        data = b""
+        while True:
+            try:
+                chunk = os.read(self.read_fd, 1 << 16)  # a multiple of the 4-byte tokens
+            except OSError:  # empty (EAGAIN), or closed
+                break
+            if not chunk:
+                break
+            data += chunk
+        for (token,) in self._TOKEN.iter_unpack(data[:len(data) - len(data) % 4]):
+            k, finished = divmod(token, 2)
+            if finished:
+                self.in_hand.pop(k, None)
+                self.finished += 1
+            else:
+                self.in_hand[k] = None
+
+    def close(self) -> None:
+        for fd in (self.read_fd, self.write_fd):
+            if fd >= 0:
+                os.close(fd)
+        self.read_fd = self.write_fd = -1
+
+
 def _hollow(view: ProgramView) -> ProgramView:
     """The program without its methods: all a plain check's report asks of it once its
     findings and transfer summary are made (sending the methods back cost the parent more
@@ -164,10 +216,11 @@ def _size(path: Optional[str]) -> int:
 
 def claim_task(here: Sequence[Slot], claims: Claims, check: Callable[[CheckRun, EntryPoint], None],
                new_part: Callable[[], CheckRun], rules: Sequence[Rule], strict: bool, settle: SettleOptions,
-               cache: Optional[ResultCache] = None):
+               cache: Optional[ResultCache] = None, tally: Optional[Tally] = None):
     """The task each child runs: take files from `claims` until none is left, check each
     into its own part, settle its fixability (and keep it in `cache`); send back (position
-    in `here`, Partial) for every file it took."""
+    in `here`, Partial) for every file it took. `tally`: where to say which file it starts
+    and finishes (the progress line)."""
     import xferlint.workers.payloads  # noqa: F401 - here, in the parent: every forked worker has it
 
     def task() -> list:
@@ -177,7 +230,11 @@ def claim_task(here: Sequence[Slot], claims: Claims, check: Callable[[CheckRun, 
         with collector_paused():  # as in the parent: program files make no reference cycles
             for batch in iter(claims.take, []):
                 for k in batch:
+                    if tally is not None:
+                        tally.note(k, finished=False)
                     out.append((k, check_file(here[k][1], check, new_part, rules, strict, settle, cache)))
+                    if tally is not None:
+                        tally.note(k, finished=True)
         return out
 
     return task
