@@ -176,6 +176,37 @@ def test_progress_counts_the_files_as_the_workers_take_them(programs, tmp_path, 
     assert any(0 < done < files for done in counts)  # files counted before the workers ended
 
 
+def test_progress_goes_on_counting_when_the_parent_checks_a_dead_workers_files(programs, tmp_path, monkeypatch,
+                                                                               spreads):
+    """A worker dies with a batch it took: the parent checks those files after the workers
+    end, and the line counts on from the files the workers reported (it started again from
+    none)."""
+    monkeypatch.setattr(check_module, "Progress", _Recorded)
+    real = check_module.claim_task
+    record = tmp_path / "taken"
+
+    def dying_once(here, claims, *args):
+        task = real(here, claims, *args)
+
+        def run():
+            try:
+                with open(record, "x") as handle:
+                    handle.write(json.dumps(claims.take()))
+            except FileExistsError:
+                return task()
+            os._exit(3)
+
+        return run
+
+    monkeypatch.setattr(check_module, "claim_task", dying_once)
+    _check(programs, str(tmp_path / "out"), "-j", "2", "--format", "json")
+    taken = json.loads(record.read_text())
+    assert spreads == [2] and taken
+    counts = [done for done, _, _ in _Recorded.last.updates]
+    # the last update: the parent about to check the last of the dead worker's files
+    assert counts == sorted(counts) and counts[-1] == len(os.listdir(programs)) - 1
+
+
 @pytest.mark.parametrize("failing", ["fork", "pipe"])
 def test_no_process_or_pipe_to_spare_checks_the_files_here(programs, tmp_path, monkeypatch, spreads, failing):
     """A fork that fails (EAGAIN: the process limit) or a pipe that cannot be made (EMFILE)

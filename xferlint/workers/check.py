@@ -104,8 +104,10 @@ def check_paths(paths: Iterable[str], rules: Sequence[Rule], *, strict: bool = F
             spread = workers_for(here, jobs or default_jobs()) if settle is not None else 0
             if spread:
                 warm_up(here, timelines)  # what every child would otherwise import on its own
+                given = len(here)
                 here = _program_files_in_workers(here, spread, parts, rules, strict, source_map, timelines, template,
                                                  settle, progress, cache, read_back)
+                read_back += given - len(here)  # what the workers reported: the count goes on from there
             check, new_part = _checker(rules, strict, source_map), lambda: _part(timelines, template)
             with progress.ticking():  # after the workers are forked: no thread runs across a fork
                 for done, (i, slot) in enumerate(here, read_back):
