@@ -274,6 +274,16 @@ def _read_terminal(leader: int) -> bytes:
     return bytes(transcript)
 
 
+def _on_a_terminal(cwd, script: str, *args: str) -> tuple[int, str]:
+    """Run `script` with its stderr on a pseudo-terminal: (exit code, what it drew there)."""
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-c", script, *args], stdout=subprocess.DEVNULL, stderr=follower,
+                            cwd=cwd, env={**os.environ, "XFERLINT_NO_CACHE": "1"})
+    os.close(follower)
+    transcript = _read_terminal(leader)
+    return proc.wait(timeout=120), transcript.decode(errors="replace")
+
+
 _SLOW_FILE = r"""
 import sys, time
 import xferlint.workers.check as check
@@ -294,14 +304,8 @@ def test_one_long_program_file_shows_progress_on_a_terminal(tmp_path):
 
     pte = tmp_path / "ladder.pte"
     pte.write_bytes(sp.ladder(3))
-    leader, follower = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-c", _SLOW_FILE, pte.name, "out.json"],
-                            stdout=subprocess.DEVNULL, stderr=follower, cwd=tmp_path,
-                            env={**os.environ, "XFERLINT_NO_CACHE": "1"})
-    os.close(follower)
-    transcript = _read_terminal(leader)
-    assert proc.wait(timeout=120) == 1  # findings
-    shown = transcript.decode(errors="replace")
+    code, shown = _on_a_terminal(tmp_path, _SLOW_FILE, pte.name, "out.json")
+    assert code == 1  # findings
     assert "xferlint: 0/1 inputs, checking ladder.pte, 1 s" in shown
     assert _screen(shown).strip() == ""
     assert json.loads((tmp_path / "out.json").read_text())["findings"]
@@ -332,14 +336,8 @@ def test_progress_names_the_file_a_worker_still_has_in_hand(tmp_path):
     names = [f"small{i}.pte" for i in range(1, 8)]
     for name in names:
         (tmp_path / name).write_bytes(sp.ladder(2))
-    leader, follower = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-c", _SLOW_BIG_FILE, "big.pte", *names],
-                            stdout=subprocess.DEVNULL, stderr=follower, cwd=tmp_path,
-                            env={**os.environ, "XFERLINT_NO_CACHE": "1"})
-    os.close(follower)
-    transcript = _read_terminal(leader)
-    assert proc.wait(timeout=120) == 1  # findings
-    shown = transcript.decode(errors="replace")
+    code, shown = _on_a_terminal(tmp_path, _SLOW_BIG_FILE, "big.pte", *names)
+    assert code == 1  # findings
     assert re.search(r"xferlint: 7/8 inputs, checking big\.pte, [12] s", shown)
     assert "7/8 inputs, checking small" not in shown
     assert _screen(shown).strip() == ""

@@ -97,18 +97,15 @@ def test_a_worker_that_dies_leaves_its_files_to_the_parent(programs, tmp_path, m
     assert one == two
 
 
-def test_a_worker_that_dies_after_taking_files_leaves_them_to_the_parent(programs, tmp_path, monkeypatch, spreads):
-    """One worker takes a batch of files from the queue and dies with them unreported: the
-    other worker and the parent check the rest, and the parent those it took."""
-    one = _check(programs, str(tmp_path / "one"), "-j", "1", "--format", "json")
-    real = check_module.claim_task
-    record = tmp_path / "taken"
+def _dying_once(claim_task, record):
+    """`claim_task` whose first child to start takes a batch of files, writes their
+    positions to `record` and dies with them unreported; the other children work as usual."""
 
     def dying_once(here, claims, *args):
-        task = real(here, claims, *args)
+        task = claim_task(here, claims, *args)
 
         def run():
-            try:  # the first child to get here takes a batch and dies with it
+            try:
                 with open(record, "x") as handle:
                     handle.write(json.dumps(claims.take()))
             except FileExistsError:
@@ -117,7 +114,15 @@ def test_a_worker_that_dies_after_taking_files_leaves_them_to_the_parent(program
 
         return run
 
-    monkeypatch.setattr(check_module, "claim_task", dying_once)
+    return dying_once
+
+
+def test_a_worker_that_dies_after_taking_files_leaves_them_to_the_parent(programs, tmp_path, monkeypatch, spreads):
+    """One worker takes a batch of files from the queue and dies with them unreported: the
+    other worker and the parent check the rest, and the parent those it took."""
+    one = _check(programs, str(tmp_path / "one"), "-j", "1", "--format", "json")
+    record = tmp_path / "taken"
+    monkeypatch.setattr(check_module, "claim_task", _dying_once(check_module.claim_task, record))
     two = _check(programs, str(tmp_path / "two"), "-j", "2", "--format", "json")
     assert spreads == [2]
     assert json.loads(record.read_text())  # it took files
@@ -182,23 +187,8 @@ def test_progress_goes_on_counting_when_the_parent_checks_a_dead_workers_files(p
     end, and the line counts on from the files the workers reported (it started again from
     none)."""
     monkeypatch.setattr(check_module, "Progress", _Recorded)
-    real = check_module.claim_task
     record = tmp_path / "taken"
-
-    def dying_once(here, claims, *args):
-        task = real(here, claims, *args)
-
-        def run():
-            try:
-                with open(record, "x") as handle:
-                    handle.write(json.dumps(claims.take()))
-            except FileExistsError:
-                return task()
-            os._exit(3)
-
-        return run
-
-    monkeypatch.setattr(check_module, "claim_task", dying_once)
+    monkeypatch.setattr(check_module, "claim_task", _dying_once(check_module.claim_task, record))
     _check(programs, str(tmp_path / "out"), "-j", "2", "--format", "json")
     taken = json.loads(record.read_text())
     assert spreads == [2] and taken
