@@ -160,8 +160,8 @@ class _Recorded:
 
 def test_progress_counts_the_files_as_the_workers_take_them(programs, tmp_path, monkeypatch, spreads):
     """The workers' results come back when each ends; the progress line counts the files
-    they have taken meanwhile (less the batch each may still be checking) and names the
-    newest, and never counts more than are done."""
+    as the children say they finish them, names one they have in hand, and never counts
+    more than are done."""
     monkeypatch.setattr(check_module, "Progress", _Recorded)
     slow = check_module.check_entry
 
@@ -214,6 +214,26 @@ def test_no_process_or_pipe_to_spare_checks_the_files_here(programs, tmp_path, m
     monkeypatch.setattr(os, failing, refused)
     two = _check(programs, str(tmp_path / "two"), "-j", "2", "--format", "json")
     monkeypatch.setattr(os, failing, real)
+    assert one == two
+
+
+def test_no_pipe_for_the_progress_tally_checks_the_files_here(programs, tmp_path, monkeypatch, spreads):
+    """With the progress line drawn, the children say which files they start and finish
+    through a second pipe; when that one cannot be made (EMFILE), the files are checked
+    here, as when the queue's cannot, and the queue's pipe is closed again."""
+    one = _check(programs, str(tmp_path / "one"), "-j", "1", "--format", "json")
+    monkeypatch.setattr(check_module, "Progress", _Recorded)
+    refused = []
+
+    def no_pipe():
+        refused.append(True)
+        raise OSError(errno.EMFILE, "no more")
+
+    monkeypatch.setattr(check_module, "Tally", no_pipe)
+    before = len(os.listdir("/proc/self/fd"))
+    two = _check(programs, str(tmp_path / "two"), "-j", "2", "--format", "json")
+    assert len(os.listdir("/proc/self/fd")) == before  # the queue's pipe closed again
+    assert refused and spreads == []  # no worker started: every file checked here
     assert one == two
 
 

@@ -201,23 +201,18 @@ def _program_files_in_workers(here: list, count: int, parts: list, rules: Sequen
         claims = Claims(here)
     except OSError:  # no pipe to spare (EMFILE): the files are checked here, as with -j 1
         return list(here)
-    tally = _tally() if progress.enabled else None
+    try:
+        tally = Tally() if progress.enabled else None  # only a line that is drawn reads it
+    except OSError:  # as above
+        claims.close()
+        return list(here)
 
     def on_change(finished: int, running: list[str]) -> None:
         """The files done and the ones in hand, oldest first (the one holding the run), as
-        the children tell them (`tally`); without it, the files done at least (each worker
-        holds one batch at most) and the one taken last."""
-        if tally is not None:
-            tally.drain()
-            in_hand = [here[k][1].label for k in tally.in_hand] if finished < count else []
-            progress.update(before + min(tally.finished, len(here)), in_hand, action="checking")
-            return
-        taken = claims.taken() if finished < count else len(here)
-        if taken is None:  # the queue cannot say: whole workers, as they end
-            progress.update(before + finished * len(here) // count, running[:1], action="checking")
-            return
-        newest = [here[claims.order[taken - 1]][1].label] if taken and finished < count else []
-        progress.update(before + max(0, taken - (count - finished) * claims.batch), newest, action="checking")
+        the children tell them: what they send back comes only when each ends."""
+        tally.drain()
+        in_hand = [here[k][1].label for k in tally.in_hand] if finished < count else []
+        progress.update(before + min(tally.finished, len(here)), in_hand, action="checking")
 
     try:
         task = claim_task(here, claims, check, lambda: _part(timelines, template), rules, strict, settle, cache,
@@ -239,13 +234,6 @@ def _program_files_in_workers(here: list, count: int, parts: list, rules: Sequen
             parts[i] = _merged_part(slot, outcome, timelines, template, got=got, settled=True)
             reported[k] = True
     return [item for item, done in zip(here, reported) if not done]
-
-
-def _tally() -> Optional[Tally]:
-    try:
-        return Tally()
-    except OSError:  # no pipe to spare (EMFILE): the line counts as the queue says
-        return None
 
 
 def _merged_part(entry: EntryPoint, outcome: Union[Done, Failed], timelines: bool, template: Record,

@@ -82,14 +82,13 @@ class Claims:
     TOKENS = 1024
     _TOKEN = struct.Struct("<I")
 
-    __slots__ = ("order", "batch", "tokens", "fd")
+    __slots__ = ("order", "batch", "fd")
 
     def __init__(self, here: Sequence[Slot]) -> None:
         sizes = [_size(slot.file) for _, slot in here]
         self.order = sorted(range(len(here)), key=lambda k: (-sizes[k], k))
         self.batch = -(-len(here) // self.TOKENS)  # files per token, rounded up
         tokens = b"".join(self._TOKEN.pack(start) for start in range(0, len(here), self.batch))
-        self.tokens = len(tokens) // 4
         read, write = os.pipe()
         try:
             os.write(write, tokens)  # at most 4096 bytes: one atomic write into an empty pipe
@@ -108,18 +107,6 @@ class Claims:
         start = self._TOKEN.unpack(token)[0]
         return self.order[start:start + self.batch]
 
-    def taken(self) -> Optional[int]:
-        """How many files the children have taken so far (None where the pipe cannot say
-        how much is left in it); the last of them is `here[order[taken - 1]]`."""
-        try:
-            import fcntl
-            import termios
-
-            left = struct.unpack("i", fcntl.ioctl(self.fd, termios.FIONREAD, b"\0\0\0\0"))[0]
-        except (ImportError, OSError, AttributeError, struct.error):
-            return None
-        return min(len(self.order), (self.tokens - left // 4) * self.batch)
-
     def close(self) -> None:
         if self.fd >= 0:
             os.close(self.fd)
@@ -127,12 +114,13 @@ class Claims:
 
 
 class Tally:
-    """Which files the children have in hand, for the progress line. `Claims` says how many
-    files were taken, not which of them are still being checked: the file taken last may be
-    done while a large one taken first holds the run. Each child writes a 4-byte token into
-    this pipe as it starts a file and as it finishes one (a write of at most PIPE_BUF bytes
-    is atomic), never waiting: a token that finds the pipe full is dropped, as the line is
-    only a display. The parent drains the pipe whenever it redraws."""
+    """Which files the children have in hand, for the progress line: the queue (`Claims`)
+    could say how many files were taken, not which of them are still being checked (the
+    file taken last may be done while a large one taken first holds the run). Each child
+    writes a 4-byte token into this pipe as it starts a file and as it finishes one (a
+    write of at most PIPE_BUF bytes is atomic), never waiting: a token that finds the pipe
+    full is dropped, as the line is only a display. The parent drains the pipe whenever it
+    redraws."""
 
     _TOKEN = struct.Struct("<I")
 
