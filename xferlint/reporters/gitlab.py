@@ -6,9 +6,9 @@ the other CI formats do."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 
+from xferlint.fingerprint import digest
 from xferlint.reporters import ReportOptions, display_path, input_path
 from xferlint.reporters.ci_common import finding_fingerprints, line_of, path_of, where_in_program
 
@@ -30,10 +30,8 @@ def emit(report, options: ReportOptions) -> str:
         issues.append({
             "description": f"error: {e.message}",
             "check_name": f"xferlint {e.kind} error",
-            "fingerprint": hashlib.sha256(f"{e.kind}\0{e.input}\0{e.message}".encode("utf-8", "surrogatepass"))
-                                  .hexdigest()[:32],
+            "fingerprint": digest(("error", e.kind, e.input, e.message)),
             "severity": "blocker",
             "location": {"path": display_path(input_path(e.input), options.project_root), "lines": {"begin": 1}},
         })
     return json.dumps(issues, indent=2, ensure_ascii=False) + "\n"
-
